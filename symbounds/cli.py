@@ -1,0 +1,170 @@
+"""The ``symbounds`` command.
+
+Exit codes: 0 every claim proved; 1 some claim refuted; 2 bad input; 3 some claim undecided.
+Bad input gives one line naming the problem, never a traceback; files are written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from fractions import Fraction
+
+import sympy
+
+from .contexts import MIN_PREC
+from .expr import ExprError
+
+__all__ = ["main"]
+
+MAX_PREC_LIMIT = 1 << 16
+
+
+class UsageError(Exception):
+    """Bad input from the command line (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse would print the usage block first)
+        raise UsageError(message)
+
+
+def _number(text: str, what: str) -> Fraction:
+    from .io import ModelFileError, parse_number
+
+    try:
+        return parse_number(text, what)
+    except ModelFileError as e:
+        raise UsageError(str(e)) from None
+
+
+def _point(text: str, d: int) -> tuple:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != d or any(not p for p in parts):
+        raise UsageError(f"--at {text[:40]!r}: expected {d} comma-separated coordinate(s)")
+    x = tuple(_number(p, f"--at {text[:40]!r}") for p in parts)
+    if any(not (0 <= v <= 1) for v in x):
+        raise UsageError(f"--at {text[:40]!r}: the point must lie in the cube [0,1]^{d}")
+    return x
+
+
+def _show_progress(args) -> bool:
+    return not args.quiet and not os.environ.get("CI") and sys.stderr.isatty()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="symbounds", description="Constructive Transformer proofs, checked in rigorous arithmetic.")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    q = sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance")
+    q.add_argument("--d", type=int, default=1, help="input dimension (default 1)")
+    q.add_argument("--alpha", default="1", help="Hoelder exponent in (0, 1] (default 1)")
+    q.add_argument("--holder", default="2", help="Hoelder constant C_H > 0 (default 2)")
+    q.add_argument("--bound", default="2", help="sup-norm bound B > 0 of the target (default 2)")
+    q.add_argument("--eps", default="0.1", help="accuracy in (0, 1) (default 0.1)")
+    q.add_argument("--target", default=None, help="target g as an expression in x1..xd (default: a 2-Lipschitz sine)")
+    q.add_argument("--M", dest="M", default=None, help="replace the derived attention scale M")
+    q.add_argument("--Mg", dest="Mg", default=None, help="replace the derived partition scale M_g")
+    q.add_argument("--context", default="ball", choices=["ball", "mp", "fp", "all"],
+                   help="set mpmath and/or float64 beside the certified (ball) values")
+    q.add_argument("--prec", type=int, default=128, help="starting precision in bits (default 128)")
+    q.add_argument("--max-prec", type=int, default=8192, help="largest precision tried (default 8192)")
+    q.add_argument("--points", type=int, default=8, help="seeded random sample points on top of the grid (default 8)")
+    q.add_argument("--grid", type=int, default=None, help="grid sample points per axis (default by dimension)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the random sample points")
+    q.add_argument("--at", action="append", default=[], metavar="X",
+                   help="evaluate T(x) and g(x) at X (comma-separated coordinates); repeatable")
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
+    q.add_argument("--export", default=None, metavar="MODEL.json", help="write the model file")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _pou(args) -> int:
+    from .io import atomic_write, export_model
+    from .papers import shi_liao as sl
+    from .pou import PouOptions, as_json, render_text, run
+
+    if args.d < 1:
+        raise UsageError(f"--d must be at least 1, got {args.d}")
+    if args.d > 8:
+        raise UsageError(f"--d {args.d}: dimensions above 8 need more than {sl.MAX_TOKENS} tokens")
+    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    if not (args.prec <= args.max_prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--max-prec {args.max_prec}: use between --prec and {MAX_PREC_LIMIT} bits")
+    if not (0 <= args.points <= 100000):
+        raise UsageError(f"--points {args.points}: use between 0 and 100000")
+    if args.grid is not None and not (1 <= args.grid <= 1000):
+        raise UsageError(f"--grid {args.grid}: use between 1 and 1000")
+    num = lambda v, w: sympy.Rational(_number(v, w).numerator, _number(v, w).denominator)
+    try:
+        inst = sl.Instance(
+            d=args.d, alpha=num(args.alpha, "--alpha"), C_H=num(args.holder, "--holder"), B=num(args.bound, "--bound"),
+            eps=num(args.eps, "--eps"), target=args.target,
+            M=None if args.M is None else num(args.M, "--M"), M_g=None if args.Mg is None else num(args.Mg, "--Mg"),
+        )
+        inst.target_expr()  # parse errors surface before any work
+    except ExprError as e:
+        raise UsageError(f"--target: {e}") from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    at = tuple(_point(t, args.d) for t in args.at)
+    for path in (args.out, args.export):
+        if path is not None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise UsageError(f"{path}: folder {folder} does not exist")
+    opts = PouOptions(context=args.context, prec=args.prec, max_prec=args.max_prec, points=args.points,
+                      grid=args.grid, seed=args.seed, at=at)
+    bar = None
+    progress = None
+    if _show_progress(args):
+        from tqdm import tqdm
+
+        bar = tqdm(total=0, unit="pt", leave=False, file=sys.stderr)
+
+        def progress(done, total, prec):
+            bar.total = total
+            bar.set_description(f"{prec} bits")
+            bar.n = done
+            bar.refresh()
+    try:
+        try:
+            res = run(inst, opts, progress)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    text = json.dumps(as_json(res), indent=2) if args.json else render_text(res)
+    if args.export:
+        export_model(res.model, args.export, res.prec)
+    if args.out:
+        atomic_write(args.out, text + "\n")
+    if not args.out or args.json:
+        print(text)
+    return res.exit_code
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            raise UsageError("missing command (try: symbounds pou)")
+        if args.command == "pou":
+            return _pou(args)
+        raise UsageError(f"unknown command {args.command!r}")
+    except UsageError as e:
+        print(f"symbounds: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("symbounds: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:  # console script
+    sys.exit(main())

@@ -1,0 +1,593 @@
+"""Number systems ("contexts") in which one forward pass runs unchanged.
+
+Following mpmath, every algorithm takes the arithmetic as its first argument:
+``forward(ctx, model, x)``.  Four contexts share one small interface:
+
+=========  ==========================  ===========  ==========================================
+name       number type                 rigorous     use
+=========  ==========================  ===========  ==========================================
+``exact``  ``flint.fmpq`` (rationals)  yes          hardmax and piecewise-linear parts; refuses
+                                                    ``exp``, ``log``, ``sin`` ... (raises
+                                                    :class:`ExactUnsupported`)
+``ball``   ``flint.arb`` (Arb balls)   yes          the certifying context: every result
+                                                    encloses the true value
+``mp``     ``mpmath`` ``mpf``          no           high-precision evidence (a private
+                                                    ``mpmath.MPContext``, so no global leaks)
+``fp``     Python ``float`` (IEEE 64)  no           exists only to show what float64 does
+=========  ==========================  ===========  ==========================================
+
+Comparisons answer ``True``, ``False`` or ``None`` ("cannot tell").  Only the ball context ever
+answers ``None`` for finite numbers; ``fp`` answers ``None`` when a NaN is involved.
+
+Precision is scoped: python-flint keeps its precision in a global (``flint.ctx.prec``); every
+evaluation that touches balls runs inside ``with ctx.scope():``, which sets the context's own
+precision and restores the previous value on exit, so precision never leaks between calls.
+
+Conversion from SymPy (:meth:`Context.from_sympy`) walks the expression tree and evaluates each
+node in the context: rationals become exact rationals or correctly rounded balls, ``pi`` and
+``sin(pi*q)`` use Arb's dedicated functions, and no Python float is ever created on the way
+(except in ``fp``, by definition).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from fractions import Fraction
+
+import flint
+import mpmath
+import sympy
+
+__all__ = [
+    "Context",
+    "ExactContext",
+    "BallContext",
+    "MPContext",
+    "FPContext",
+    "ExactUnsupported",
+    "Undecided",
+    "make_context",
+    "MIN_PREC",
+]
+
+#: Below this many bits a "certificate" is not worth the name; the CLI refuses it.
+MIN_PREC = 24
+
+
+class ExactUnsupported(ArithmeticError):
+    """The exact context was asked for a transcendental operation (exp, log, sin, ...)."""
+
+
+class Undecided(ArithmeticError):
+    """A branch in the computation (e.g. a hardmax argmax) cannot be decided at this precision."""
+
+
+def _as_fmpq(v) -> flint.fmpq:
+    """An exact rational from int, Fraction, fmpq, fmpz or a SymPy Rational; anything else fails."""
+    if isinstance(v, flint.fmpq):
+        return v
+    if isinstance(v, (int, flint.fmpz)) and not isinstance(v, bool):
+        return flint.fmpq(v)
+    if isinstance(v, Fraction):
+        return flint.fmpq(v.numerator, v.denominator)
+    if isinstance(v, sympy.Rational):
+        return flint.fmpq(int(v.p), int(v.q))
+    raise TypeError(f"not an exact rational: {v!r}")
+
+
+class Context:
+    """Shared interface.  Subclasses provide the number type and the elementary functions."""
+
+    name: str = "?"
+    rigorous: bool = False
+    exact: bool = False
+    prec: int | None = None
+
+    # --- construction -------------------------------------------------------------------------
+    def rational(self, p: int, q: int = 1):
+        raise NotImplementedError
+
+    def convert(self, v):
+        """A context number from an int, Fraction, fmpq, SymPy expression or context number."""
+        if isinstance(v, sympy.Basic):
+            return self.from_sympy(v)
+        if isinstance(v, bool):
+            raise TypeError("bool is not a number here")
+        if isinstance(v, (int, Fraction, flint.fmpq, flint.fmpz)):
+            q = _as_fmpq(v)
+            return self.rational(int(q.p), int(q.q))
+        if isinstance(v, float):
+            raise TypeError("float inputs are not exact; pass a Fraction, a string or a SymPy number")
+        return self._convert_native(v)
+
+    def _convert_native(self, v):
+        raise TypeError(f"cannot convert {type(v).__name__} to the {self.name} context")
+
+    def from_sympy(self, expr, memo: dict | None = None, env: dict | None = None):
+        """Evaluate a SymPy expression (numbers, pi, + * ^, exp, log, sin, cos, sqrt, Abs, Min, Max).
+
+        ``env`` maps free symbols to context numbers (e.g. the coordinates of a point); ``memo``
+        caches sub-expressions across calls (only valid for one ``env``).
+        """
+        memo = {} if memo is None else memo
+        return _SympyEvaluator(self, memo, env or {}).eval(expr)
+
+    @property
+    def zero(self):
+        return self.rational(0)
+
+    @property
+    def one(self):
+        return self.rational(1)
+
+    # --- scope ----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def scope(self):
+        """Run the body at this context's precision (no-op where there is no global state)."""
+        yield self
+
+    # --- elementary functions (overridden where they exist) ---------------------------------------
+    def exp(self, x):
+        raise ExactUnsupported(f"{self.name} context cannot evaluate exp")
+
+    def log(self, x):
+        raise ExactUnsupported(f"{self.name} context cannot evaluate log")
+
+    def sqrt(self, x):
+        raise ExactUnsupported(f"{self.name} context cannot evaluate sqrt")
+
+    def sin(self, x):
+        raise ExactUnsupported(f"{self.name} context cannot evaluate sin")
+
+    def cos(self, x):
+        raise ExactUnsupported(f"{self.name} context cannot evaluate cos")
+
+    def sin_pi_q(self, q: flint.fmpq):
+        """sin(pi*q) for an exact rational q."""
+        return self.sin(self.pi() * self.rational(int(q.p), int(q.q)))
+
+    def cos_pi_q(self, q: flint.fmpq):
+        return self.cos(self.pi() * self.rational(int(q.p), int(q.q)))
+
+    def pi(self):
+        raise ExactUnsupported(f"{self.name} context cannot represent pi")
+
+    def pow(self, x, e):
+        """x**e; integer e stays in the field, otherwise exp(e*log x) for x > 0."""
+        if isinstance(e, int):
+            return x**e
+        return self.exp(e * self.log(x))
+
+    def abs(self, x):
+        return abs(x)
+
+    def max(self, a, b):
+        """Enclosure-correct maximum (never a branch on an undecided comparison)."""
+        return a if a >= b else b
+
+    def min(self, a, b):
+        return a if a <= b else b
+
+    def relu(self, x):
+        return self.max(self.zero, x)
+
+    # --- three-valued comparisons --------------------------------------------------------------
+    def lt(self, a, b) -> bool | None:
+        return bool(a < b)
+
+    def le(self, a, b) -> bool | None:
+        return bool(a <= b)
+
+    def gt(self, a, b) -> bool | None:
+        return self.lt(b, a)
+
+    def ge(self, a, b) -> bool | None:
+        return self.le(b, a)
+
+    def is_zero(self, a) -> bool:
+        """True only when a is *exactly* zero (for a ball: midpoint 0 and radius 0)."""
+        return a == 0
+
+    # --- helpers for the forward pass -----------------------------------------------------------
+    def shift_point(self, scores):
+        """An exactly representable number close to max(scores), subtracted before exp in a softmax."""
+        best = scores[0]
+        for s in scores[1:]:
+            if s > best:
+                best = s
+        return best
+
+    def argmax_set(self, scores) -> list[int]:
+        """Indices attaining the maximum; raises :class:`Undecided` if the set cannot be decided."""
+        best = self.shift_point(scores)
+        return [i for i, s in enumerate(scores) if s == best]
+
+    # --- reporting ------------------------------------------------------------------------------
+    def to_str(self, x, digits: int = 20) -> str:
+        return str(x)
+
+    def to_fraction_bounds(self, x) -> tuple[Fraction, Fraction]:
+        """Exact lower and upper bounds of a context number (for rigorous contexts)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__} prec={self.prec}>"
+
+
+class ExactContext(Context):
+    """Exact rationals (``flint.fmpq``).  Transcendental functions raise :class:`ExactUnsupported`."""
+
+    name = "exact"
+    rigorous = True
+    exact = True
+
+    def rational(self, p, q=1):
+        return flint.fmpq(p, q)
+
+    def _convert_native(self, v):
+        raise TypeError(f"cannot convert {type(v).__name__} to an exact rational")
+
+    def sqrt(self, x):
+        # sqrt of a perfect-square rational stays exact; anything else is not a rational.
+        p, q = int(x.p), int(x.q)
+        if p >= 0:
+            rp, rq = math.isqrt(p), math.isqrt(q)
+            if rp * rp == p and rq * rq == q:
+                return flint.fmpq(rp, rq)
+        raise ExactUnsupported("exact context cannot evaluate an irrational sqrt")
+
+    def to_str(self, x, digits=20):
+        return f"{x.p}/{x.q}" if x.q != 1 else str(x.p)
+
+    def to_fraction_bounds(self, x):
+        f = Fraction(int(x.p), int(x.q))
+        return f, f
+
+
+class BallContext(Context):
+    """Arb balls (python-flint ``arb``) at ``prec`` bits: every result encloses the truth."""
+
+    name = "ball"
+    rigorous = True
+
+    def __init__(self, prec: int = 128):
+        if prec < 2:
+            raise ValueError("precision must be at least 2 bits")
+        self.prec = int(prec)
+
+    @contextlib.contextmanager
+    def scope(self):
+        saved = flint.ctx.prec
+        flint.ctx.prec = self.prec
+        try:
+            yield self
+        finally:
+            flint.ctx.prec = saved
+
+    def rational(self, p, q=1):
+        with self.scope():
+            return flint.arb(flint.fmpq(p, q))
+
+    def _convert_native(self, v):
+        if isinstance(v, flint.arb):
+            return v
+        raise TypeError(f"cannot convert {type(v).__name__} to a ball")
+
+    def exp(self, x):
+        return x.exp()
+
+    def log(self, x):
+        return x.log()
+
+    def sqrt(self, x):
+        return x.sqrt()
+
+    def sin(self, x):
+        return x.sin()
+
+    def cos(self, x):
+        return x.cos()
+
+    def sin_pi_q(self, q):
+        return flint.arb.sin_pi_fmpq(q)
+
+    def cos_pi_q(self, q):
+        return flint.arb.cos_pi_fmpq(q)
+
+    def pi(self):
+        return flint.arb.pi()
+
+    def pow(self, x, e):
+        if isinstance(e, int):
+            return x**e
+        return x**e  # arb ** arb: exp(e log x), enclosure-correct for x > 0
+
+    def abs(self, x):
+        return abs(x)
+
+    def max(self, a, b):
+        return a.max(b)
+
+    def min(self, a, b):
+        return a.min(b)
+
+    def lt(self, a, b):
+        if a < b:
+            return True
+        if a >= b:
+            return False
+        return None
+
+    def le(self, a, b):
+        if a <= b:
+            return True
+        if a > b:
+            return False
+        return None
+
+    def is_zero(self, a):
+        return a.is_exact() and a.is_zero()
+
+    def shift_point(self, scores):
+        # Shift by an exact number (the midpoint of the ball with the largest upper end), not by
+        # a ball: subtracting a ball would add its radius to every term of the softmax.
+        best = scores[0]
+        for s in scores[1:]:
+            if s.upper() > best.upper():
+                best = s
+        return best.mid()
+
+    def argmax_set(self, scores):
+        hi = max(range(len(scores)), key=lambda i: scores[i].upper())
+        top = scores[hi]
+        maybe = [i for i, s in enumerate(scores) if not (s < top)]
+        if len(maybe) == 1:
+            return maybe
+        if all(scores[i].is_exact() for i in maybe) and all(scores[i] == top for i in maybe):
+            return maybe
+        raise Undecided("hardmax argmax cannot be decided at this precision")
+
+    def to_str(self, x, digits=20):
+        return x.str(digits, radius=True)
+
+    def to_fraction_bounds(self, x):
+        lo, hi = x.lower(), x.upper()
+        return _arb_exact_to_fraction(lo), _arb_exact_to_fraction(hi)
+
+
+def _arb_exact_to_fraction(x: flint.arb) -> Fraction:
+    """The exact value of an exact (radius-0) arb, as a Fraction."""
+    man, exp = x.man_exp()
+    man, exp = int(man), int(exp)
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2 ** (-exp))
+
+
+class MPContext(Context):
+    """mpmath at ``prec`` bits in a private ``mpmath.MPContext`` (evidence, never a proof)."""
+
+    name = "mp"
+    rigorous = False
+
+    def __init__(self, prec: int = 128):
+        if prec < 2:
+            raise ValueError("precision must be at least 2 bits")
+        self.prec = int(prec)
+        self._mp = mpmath.MPContext()
+        self._mp.prec = self.prec
+
+    def rational(self, p, q=1):
+        return self._mp.mpf(p) / q if q != 1 else self._mp.mpf(p)
+
+    def _convert_native(self, v):
+        if isinstance(v, mpmath.mpf):
+            return self._mp.mpf(v)
+        raise TypeError(f"cannot convert {type(v).__name__} to mpf")
+
+    def exp(self, x):
+        return self._mp.exp(x)
+
+    def log(self, x):
+        return self._mp.log(x)
+
+    def sqrt(self, x):
+        return self._mp.sqrt(x)
+
+    def sin(self, x):
+        return self._mp.sin(x)
+
+    def cos(self, x):
+        return self._mp.cos(x)
+
+    def sin_pi_q(self, q):
+        return self._mp.sinpi(self._mp.mpf(int(q.p)) / int(q.q))
+
+    def cos_pi_q(self, q):
+        return self._mp.cospi(self._mp.mpf(int(q.p)) / int(q.q))
+
+    def pi(self):
+        return +self._mp.pi
+
+    def pow(self, x, e):
+        return x**e
+
+    def to_str(self, x, digits=20):
+        return self._mp.nstr(x, digits)
+
+
+class FPContext(Context):
+    """IEEE float64.  Overflow gives ``inf`` and underflow ``0.0``, as float64 code would see them."""
+
+    name = "fp"
+    rigorous = False
+    prec = 53
+
+    def rational(self, p, q=1):
+        # int/int true division in Python is correctly rounded; huge p, q still work.
+        try:
+            return p / q if q != 1 else float(p)
+        except OverflowError:
+            return math.copysign(math.inf, p) if q > 0 else -math.copysign(math.inf, p)
+
+    def _convert_native(self, v):
+        if isinstance(v, float):
+            return v
+        raise TypeError(f"cannot convert {type(v).__name__} to float")
+
+    def exp(self, x):
+        try:
+            return math.exp(x)
+        except OverflowError:
+            return math.inf
+
+    def log(self, x):
+        if x < 0 or math.isnan(x):
+            return math.nan
+        if x == 0:
+            return -math.inf
+        return math.log(x)
+
+    def sqrt(self, x):
+        return math.sqrt(x) if x >= 0 else math.nan
+
+    def sin(self, x):
+        return math.sin(x) if math.isfinite(x) else math.nan
+
+    def cos(self, x):
+        return math.cos(x) if math.isfinite(x) else math.nan
+
+    def pi(self):
+        return math.pi
+
+    def pow(self, x, e):
+        try:
+            return x**e
+        except OverflowError:
+            return math.inf
+        except ZeroDivisionError:
+            return math.inf
+
+    def max(self, a, b):
+        if math.isnan(a) or math.isnan(b):
+            return math.nan
+        return a if a >= b else b
+
+    def lt(self, a, b):
+        if math.isnan(a) or math.isnan(b):
+            return None
+        return a < b
+
+    def le(self, a, b):
+        if math.isnan(a) or math.isnan(b):
+            return None
+        return a <= b
+
+    def to_str(self, x, digits=17):
+        return repr(x)
+
+
+def make_context(name: str, prec: int | None = None) -> Context:
+    """Build a context by name (``exact``, ``ball``, ``mp``, ``fp``)."""
+    if name == "exact":
+        return ExactContext()
+    if name == "ball":
+        return BallContext(prec or 128)
+    if name == "mp":
+        return MPContext(prec or 128)
+    if name == "fp":
+        return FPContext()
+    raise ValueError(f"unknown context {name!r} (use exact, ball, mp or fp)")
+
+
+class _SympyEvaluator:
+    """Evaluate a SymPy tree node by node in a context; shared sub-expressions are computed once."""
+
+    def __init__(self, ctx: Context, memo: dict, env: dict):
+        self.ctx = ctx
+        self.memo = memo
+        self.env = env
+
+    def eval(self, e):
+        try:
+            return self.memo[e]
+        except (KeyError, TypeError):
+            pass
+        with self.ctx.scope():
+            v = self._eval(e)
+        self.memo[e] = v
+        return v
+
+    def _eval(self, e):
+        ctx = self.ctx
+        if isinstance(e, (int, Fraction, flint.fmpq, flint.fmpz)) and not isinstance(e, bool):
+            return ctx.convert(e)
+        if not isinstance(e, sympy.Basic):
+            raise TypeError(f"cannot evaluate {type(e).__name__}")
+        if e.is_Rational:
+            return ctx.rational(int(e.p), int(e.q))
+        if e.is_Symbol:
+            try:
+                return self.env[e]
+            except KeyError:
+                raise TypeError(f"no value for the symbol {e}") from None
+        if e is sympy.pi:
+            return ctx.pi()
+        if e is sympy.E:
+            return ctx.exp(ctx.one)
+        if e.is_Float:
+            raise TypeError("SymPy Float found in an exact expression; use Rational")
+        if isinstance(e, sympy.Add):
+            acc = self.eval(e.args[0])
+            for a in e.args[1:]:
+                acc = acc + self.eval(a)
+            return acc
+        if isinstance(e, sympy.Mul):
+            acc = self.eval(e.args[0])
+            for a in e.args[1:]:
+                acc = acc * self.eval(a)
+            return acc
+        if isinstance(e, sympy.Pow):
+            base, ex = e.args
+            if ex.is_Integer:
+                n = int(ex)
+                b = self.eval(base)
+                return b**n if n >= 0 else ctx.one / (b ** (-n))
+            if ex == sympy.Rational(1, 2):
+                return ctx.sqrt(self.eval(base))
+            if ex == sympy.Rational(-1, 2):
+                return ctx.one / ctx.sqrt(self.eval(base))
+            return ctx.pow(self.eval(base), self.eval(ex))
+        if isinstance(e, (sympy.sin, sympy.cos)):
+            arg = e.args[0]
+            q = _rational_multiple_of_pi(arg)
+            if q is not None:
+                return ctx.sin_pi_q(q) if isinstance(e, sympy.sin) else ctx.cos_pi_q(q)
+            v = self.eval(arg)
+            return ctx.sin(v) if isinstance(e, sympy.sin) else ctx.cos(v)
+        if isinstance(e, sympy.exp):
+            return ctx.exp(self.eval(e.args[0]))
+        if isinstance(e, sympy.log):
+            if len(e.args) != 1:
+                raise TypeError("log with a base is not supported")
+            return ctx.log(self.eval(e.args[0]))
+        if isinstance(e, sympy.Abs):
+            return ctx.abs(self.eval(e.args[0]))
+        if isinstance(e, (sympy.Min, sympy.Max)):
+            vals = [self.eval(a) for a in e.args]
+            f = ctx.min if isinstance(e, sympy.Min) else ctx.max
+            acc = vals[0]
+            for v in vals[1:]:
+                acc = f(acc, v)
+            return acc
+        raise TypeError(f"cannot evaluate {type(e).__name__} in the {ctx.name} context")
+
+
+def _rational_multiple_of_pi(arg) -> flint.fmpq | None:
+    """q if arg == q*pi with q rational, else None."""
+    if arg is sympy.pi:
+        return flint.fmpq(1)
+    if isinstance(arg, sympy.Mul) and len(arg.args) == 2:
+        a, b = arg.args
+        if b is sympy.pi and a.is_Rational:
+            return flint.fmpq(int(a.p), int(a.q))
+    return None

@@ -1,0 +1,250 @@
+"""Model files (``symbounds-transformer/1``) and atomic writes.
+
+Format: JSON; every number is a string, either exact (``"3"``, ``"-7/8"``) or a decimal at the
+working precision (``"1743.204..."``), never a JSON float::
+
+    {"format": "symbounds-transformer/1",
+     "input": "vector",                       # or "tokens" (no embedding; tokens are columns)
+     "precision_bits": 128,                   # how the decimal entries were rounded
+     "embedding": {"base": D x n, "E": D x d, "column": c},   # Z_0 = base, plus E x in column c
+     "layers": [
+        {"type": "attention", "kind": "softmax" | "hardmax", "skip": rho, "tau": optional,
+         "heads": [{"W_Q": .., "W_K": .., "W_V": .., "W_O": ..}, ...]},
+        {"type": "ffn", "skip": eta, "W1": .., "b1": .., "W2": .., "b2": ..}],
+     "readout": {"row": r, "column": c}}
+
+Attention: score ``<W_Q z_j, W_K z_k>`` (divided by ``tau`` when given), output
+``rho z_j + sum_h W_O sum_k pi_jk W_V z_k``.  Feed-forward: ``eta z + W2 relu(W1 z + b1) + b2``.
+
+Reading a file never evaluates anything: numbers are matched against a strict pattern and turned
+into exact ``Fraction`` values; every malformed part gives a one-line :class:`ModelFileError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from fractions import Fraction
+
+import sympy
+
+from .contexts import BallContext
+from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+
+__all__ = ["FORMAT", "ModelFileError", "export_model", "model_to_json", "load_model", "atomic_write", "parse_number"]
+
+FORMAT = "symbounds-transformer/1"
+
+_NUMBER = re.compile(r"^[+-]?(\d{1,4000})(/\d{1,4000}|\.\d{0,4000})?([eE][+-]?\d{1,4})?$")
+_MAX_FILE = 512 * 2**20
+
+
+class ModelFileError(ValueError):
+    """A model file that cannot be read (one line naming the problem)."""
+
+
+def parse_number(text: str, what: str = "number") -> Fraction:
+    """An exact Fraction from ``"3"``, ``"-7/8"``, ``"0.125"`` or ``"1.5e-3"`` (no eval, bounded size)."""
+    if not isinstance(text, str):
+        raise ModelFileError(f"{what}: expected a number written as a string, got {type(text).__name__}")
+    t = text.strip()
+    m = _NUMBER.match(t)
+    if not m or (m.group(2) and m.group(2).startswith("/") and m.group(3)):
+        raise ModelFileError(f"{what}: {text[:40]!r} is not a number (use '3', '-7/8' or '0.125')")
+    if m.group(3) and abs(int(m.group(3)[1:])) > 1000:
+        raise ModelFileError(f"{what}: exponent out of range in {text[:40]!r}")
+    try:
+        return Fraction(t)
+    except ZeroDivisionError:
+        raise ModelFileError(f"{what}: division by zero in {text[:40]!r}") from None
+
+
+def atomic_write(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename: an
+    interrupted or failed write never leaves a partial file over an earlier good one."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".symbounds-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ------------------------------------------------------------------------------------------
+# writing
+
+
+def _number_writer(model: Transformer, prec: int):
+    """Exact rationals as ``p/q``; everything else as the midpoint of its ball, in decimal."""
+    ctx = BallContext(prec)
+    env = model.definition_values(ctx)
+    memo: dict = {}
+    digits = max(17, int(prec * 0.30103) + 2)
+
+    def w(v) -> str:
+        if isinstance(v, (int, Fraction)) and not isinstance(v, bool):
+            return str(v)
+        if isinstance(v, sympy.Basic) and v.is_Rational:
+            return str(v)
+        if not isinstance(v, sympy.Basic):
+            v = sympy.Rational(str(v))
+        with ctx.scope():
+            return ctx.from_sympy(v, memo, env).mid().str(digits, radius=False)
+
+    return w
+
+
+def model_to_json(model: Transformer, prec: int = 128) -> dict:
+    w = _number_writer(model, prec)
+    mat = lambda m: [[w(v) for v in row] for row in m]
+    vec = lambda v: [w(x) for x in v]
+    layers = []
+    for layer in model.layers:
+        if isinstance(layer, Attention):
+            d = {"type": "attention", "kind": layer.kind, "skip": w(layer.skip)}
+            if layer.tau is not None:
+                d["tau"] = w(layer.tau)
+            d["heads"] = [{"W_Q": mat(h.W_Q), "W_K": mat(h.W_K), "W_V": mat(h.W_V), "W_O": mat(h.W_O)}
+                          for h in layer.heads]
+        else:
+            d = {"type": "ffn", "skip": w(layer.skip), "W1": mat(layer.W1), "b1": vec(layer.b1),
+                 "W2": mat(layer.W2), "b2": vec(layer.b2)}
+        layers.append(d)
+    out = {"format": FORMAT, "input": model.input, "precision_bits": prec}
+    if model.embedding is not None:
+        e = model.embedding
+        out["embedding"] = {"base": mat(e.base), "E": mat(e.E), "column": e.column}
+    out["layers"] = layers
+    if model.readout is not None:
+        out["readout"] = {"row": model.readout.row, "column": model.readout.column}
+    return out
+
+
+def export_model(model: Transformer, path: str, prec: int = 128) -> None:
+    atomic_write(path, json.dumps(model_to_json(model, prec), separators=(",", ":")) + "\n")
+
+
+# ------------------------------------------------------------------------------------------
+# reading
+
+
+def _matrix(obj, what, rows=None, cols=None):
+    if not isinstance(obj, list) or not obj or not all(isinstance(r, list) for r in obj):
+        raise ModelFileError(f"{what}: expected a non-empty list of rows")
+    n = len(obj[0])
+    if any(len(r) != n for r in obj):
+        raise ModelFileError(f"{what}: rows of different lengths")
+    if rows is not None and len(obj) != rows:
+        raise ModelFileError(f"{what}: expected {rows} rows, found {len(obj)}")
+    if cols is not None and n != cols:
+        raise ModelFileError(f"{what}: expected {cols} columns, found {n}")
+    return tuple(tuple(parse_number(v, f"{what}[{i}][{j}]") for j, v in enumerate(r)) for i, r in enumerate(obj))
+
+
+def _vector(obj, what, n):
+    if not isinstance(obj, list) or len(obj) != n:
+        raise ModelFileError(f"{what}: expected a list of {n} numbers")
+    return tuple(parse_number(v, f"{what}[{i}]") for i, v in enumerate(obj))
+
+
+def _index(obj, what, limit):
+    if not isinstance(obj, int) or isinstance(obj, bool) or not (0 <= obj < limit):
+        raise ModelFileError(f"{what}: expected an integer in [0, {limit})")
+    return obj
+
+
+def load_model(path: str) -> Transformer:
+    """Read a ``symbounds-transformer/1`` file into a :class:`Transformer` with exact weights."""
+    try:
+        size = os.path.getsize(path)
+        if size > _MAX_FILE:
+            raise ModelFileError(f"{path}: file too large ({size} bytes)")
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f, parse_float=_reject_float, parse_constant=_reject_float)
+    except OSError as e:
+        raise ModelFileError(f"{path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ModelFileError(f"{path}: not valid JSON ({str(e).splitlines()[0]})") from None
+    except RecursionError:
+        raise ModelFileError(f"{path}: JSON nested too deeply") from None
+    return model_from_json(data)
+
+
+def _reject_float(text):
+    raise ModelFileError(f"JSON number {text!r}: numbers must be strings (exact '3', '7/8' or decimals)")
+
+
+def model_from_json(data) -> Transformer:
+    if not isinstance(data, dict):
+        raise ModelFileError("model file: the top level must be an object")
+    if data.get("format") != FORMAT:
+        raise ModelFileError(f"model file: format must be {FORMAT!r}, found {str(data.get('format'))[:40]!r}")
+    kind = data.get("input", "vector")
+    if kind not in ("vector", "tokens"):
+        raise ModelFileError("model file: 'input' must be 'vector' or 'tokens'")
+    emb = None
+    if kind == "vector":
+        e = data.get("embedding")
+        if not isinstance(e, dict):
+            raise ModelFileError("model file: a vector-input model needs an 'embedding' object")
+        base = _matrix(e.get("base"), "embedding.base")
+        D, n = len(base), len(base[0])
+        E = _matrix(e.get("E"), "embedding.E", rows=D)
+        emb = Embedding(base, E, _index(e.get("column"), "embedding.column", n))
+    layers_in = data.get("layers")
+    if not isinstance(layers_in, list) or not layers_in:
+        raise ModelFileError("model file: 'layers' must be a non-empty list")
+    layers = []
+    D = len(emb.base) if emb is not None else None
+    for i, L in enumerate(layers_in):
+        what = f"layers[{i}]"
+        if not isinstance(L, dict):
+            raise ModelFileError(f"{what}: expected an object")
+        t = L.get("type")
+        skip = parse_number(L.get("skip", "0"), f"{what}.skip")
+        if t == "attention":
+            if L.get("kind") not in ("softmax", "hardmax"):
+                raise ModelFileError(f"{what}.kind: expected 'softmax' or 'hardmax'")
+            tau = parse_number(L["tau"], f"{what}.tau") if "tau" in L else None
+            if tau is not None and tau <= 0:
+                raise ModelFileError(f"{what}.tau: must be positive")
+            heads_in = L.get("heads")
+            if not isinstance(heads_in, list) or not heads_in:
+                raise ModelFileError(f"{what}.heads: expected a non-empty list")
+            heads = []
+            for h, H in enumerate(heads_in):
+                hw = f"{what}.heads[{h}]"
+                if not isinstance(H, dict):
+                    raise ModelFileError(f"{hw}: expected an object")
+                WQ = _matrix(H.get("W_Q"), f"{hw}.W_Q", cols=D)
+                D = len(WQ[0])
+                WK = _matrix(H.get("W_K"), f"{hw}.W_K", rows=len(WQ), cols=D)
+                WV = _matrix(H.get("W_V"), f"{hw}.W_V", cols=D)
+                WO = _matrix(H.get("W_O"), f"{hw}.W_O", rows=D, cols=len(WV))
+                heads.append(Head(WQ, WK, WV, WO))
+            layers.append(Attention(tuple(heads), L["kind"], skip, tau))
+        elif t == "ffn":
+            W1 = _matrix(L.get("W1"), f"{what}.W1", cols=D)
+            D = len(W1[0])
+            b1 = _vector(L.get("b1"), f"{what}.b1", len(W1))
+            W2 = _matrix(L.get("W2"), f"{what}.W2", rows=D, cols=len(W1))
+            b2 = _vector(L.get("b2"), f"{what}.b2", D)
+            layers.append(FeedForward(W1, b1, W2, b2, skip))
+        else:
+            raise ModelFileError(f"{what}.type: expected 'attention' or 'ffn'")
+    readout = None
+    if "readout" in data:
+        r = data["readout"]
+        if not isinstance(r, dict):
+            raise ModelFileError("model file: 'readout' must be an object")
+        n = len(emb.base[0]) if emb is not None else 2**62
+        readout = Readout(_index(r.get("row"), "readout.row", D), _index(r.get("column"), "readout.column", n))
+    return Transformer(tuple(layers), emb, readout, kind)

@@ -1,0 +1,232 @@
+"""One verification run of Shi & Liao's construction (``symbounds pou``): build, certify, compare.
+
+``run(instance, options)`` builds the network for the instance, measures every claim of SPEC A.5
+in Arb ball arithmetic with precision escalation (SymPy for the symbolic ones, exact arithmetic
+for budget inequalities that hold with equality), evaluates requested points, and optionally sets
+mpmath and float64 beside the certified values.  ``as_json`` and ``render_text`` present it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sympy
+
+from . import __version__
+from .contexts import BallContext, FPContext, MPContext
+from .expr import variables
+from .fpcompare import compare_claims, compare_quantities, named_quantities
+from .papers import shi_liao as sl
+from .transformer import forward
+from .verify import ClaimResult, decide, escalate, exit_code
+
+__all__ = ["PouOptions", "PouResult", "run", "as_json", "render_text", "constants_json"]
+
+
+@dataclass
+class PouOptions:
+    context: str = "ball"  # ball | mp | fp | all: which non-rigorous contexts to set beside the balls
+    prec: int = 128
+    max_prec: int = 8192
+    points: int = 8  # seeded random sample points, on top of the grid
+    grid: int | None = None  # grid points per axis (None: a default by dimension)
+    seed: int = 0
+    at: tuple = ()  # user points (tuples of Fractions), also checked as sample points
+    assumptions: bool = True
+
+    def __post_init__(self):
+        if self.context not in ("ball", "mp", "fp", "all"):
+            raise ValueError(f"unknown context {self.context!r} (use ball, mp, fp or all)")
+
+
+@dataclass
+class PouResult:
+    instance: sl.Instance
+    K: sl.Constants
+    model: object
+    claims: list[ClaimResult]
+    prec: int
+    samples: int
+    max_error: str
+    constants: dict
+    points: list
+    evidence: dict = field(default_factory=dict)  # context name -> list[ClaimResult]
+    comparisons: dict = field(default_factory=dict)  # context name -> (claims, quantities)
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.claims)
+
+
+def constants_json(K: sl.Constants, model, ctx: BallContext) -> dict:
+    """Every constant as a decimal string (exact ``p/q`` when rational), at ``ctx``'s precision."""
+    env = model.definition_values(ctx)
+    out = {}
+    digits = max(20, int(ctx.prec * 0.30103) - 5)
+    digits = min(digits, 40)
+    with ctx.scope():
+        for name, v in K.table().items():
+            if isinstance(v, sympy.Basic) and v.is_Rational:
+                out[name] = str(v)
+            else:
+                out[name] = ctx.from_sympy(v, env=env).mid().str(digits, radius=False)
+        dense, nonzero = model.count_parameters()
+        out["params_dense"] = str(dense)
+        out["params_nonzero"] = str(nonzero)
+        out["max_weight"] = max_weight(model, ctx).str(digits, radius=False)
+        out["max_weight_paper_order"] = ctx.from_sympy(
+            K.inst.eps ** (-2 * K.d / K.inst.alpha) * sympy.log(1 / K.inst.eps)
+        ).mid().str(digits, radius=False)
+    return out
+
+
+def max_weight(model, ctx: BallContext):
+    """An upper bound of the largest |weight| (attention and feed-forward, biases included)."""
+    num = model.numeric(ctx)
+    best = ctx.zero
+    with ctx.scope():
+        for layer in num.layers:
+            if layer[0] == "attention":
+                arrays = [m for head in layer[4] for m in head]
+            else:
+                arrays = [layer[1], [layer[2]], layer[3], [layer[4]]]
+            for arr in arrays:
+                for row in arr:
+                    for v in row:
+                        best = best.max(abs(v))
+        return best.upper() if hasattr(best, "upper") else best
+
+
+def _point_values(ctx, K, model, x):
+    xs = variables(K.d)
+    with ctx.scope():
+        T = forward(ctx, model, x)
+        g = ctx.from_sympy(K.g, env={s: ctx.convert(v) for s, v in zip(xs, x)})
+        return T, g, ctx.abs(T - g)
+
+
+def run(inst: sl.Instance, opts: PouOptions | None = None, progress=None) -> PouResult:
+    """Build, certify and compare.  ``progress(done, total, prec)`` is called after each sample point."""
+    opts = opts or PouOptions()
+    t0 = time.perf_counter()
+    K = sl.constants(inst)
+    model = sl.build(K)
+    t_build = time.perf_counter() - t0
+    points = sl.sample_points(inst.d, opts.grid, opts.points, opts.seed) + [tuple(p) for p in opts.at]
+
+    def measure(ctx):
+        tick = None
+        if progress is not None:
+            tick = lambda i: progress(i, len(points), ctx.prec)
+        return sl.measure(ctx, K, model, points, assumptions=opts.assumptions, tick=tick)
+
+    t1 = time.perf_counter()
+    sym = [decide(BallContext(opts.prec), m) for m in sl.symbolic_claims(K)]
+    results, last, prec = escalate(
+        measure, opts.prec, opts.max_prec, exact=lambda cid: sl.decide_exactly(K, model, cid)
+    )
+    # keep only the last precision's numbers in memory
+    for key in list(model._numeric_cache):
+        if key != ("ball", prec):
+            del model._numeric_cache[key]
+    t_ball = time.perf_counter() - t1
+    ball = BallContext(prec)
+    l7 = next(m for m in last if m.id == "L7")
+    with ball.scope():
+        max_error = ball.to_str(l7.lhs, 20)
+    pts = []
+    for x in opts.at:
+        T, g, err = _point_values(ball, K, model, x)
+        with ball.scope():
+            pts.append({"x": [str(v) for v in x], "T": ball.to_str(T, 25), "g": ball.to_str(g, 25),
+                        "error": ball.to_str(err, 10)})
+    res = PouResult(inst, K, model, sym + results, prec, len(points), max_error, constants_json(K, model, ball), pts)
+    res.timings = {"build": t_build, "ball": t_ball}
+    others = {"ball": [], "mp": ["mp"], "fp": ["fp"], "all": ["mp", "fp"]}[opts.context]
+    ball_named = named_quantities(last)
+    for name in others:
+        ctx = MPContext(prec) if name == "mp" else FPContext()
+        t2 = time.perf_counter()
+        measured = measure(ctx)
+        res.timings[name] = time.perf_counter() - t2
+        res.evidence[name] = [decide(ctx, m) for m in measured]
+        res.comparisons[name] = (
+            compare_claims(ball, last, results, ctx, measured),
+            compare_quantities(ball, ball_named, ctx, named_quantities(measured)),
+        )
+    return res
+
+
+def _verdict_word(code: int) -> str:
+    return {0: "proved", 1: "refuted", 3: "undecided"}[code]
+
+
+def as_json(res: PouResult) -> dict:
+    out = {
+        "symbounds": __version__,
+        "command": "pou",
+        "instance": res.instance.as_json(),
+        "constants": res.constants,
+        "claims": [c.as_json() for c in res.claims],
+        "verdict": _verdict_word(res.exit_code),
+        "prec": res.prec,
+        "samples": res.samples,
+        "max_error": res.max_error,
+        "points": res.points,
+        "timings": {k: round(v, 3) for k, v in res.timings.items()},
+    }
+    for name, ev in res.evidence.items():
+        claims_cmp, quantities = res.comparisons[name]
+        out[{"fp": "float64", "mp": "mpmath"}[name]] = {
+            "claims": [c.as_json() for c in claims_cmp],
+            "quantities": [q.as_json() for q in quantities],
+        }
+    return out
+
+
+def render_text(res: PouResult) -> str:
+    inst, K = res.instance, res.K
+    lines = [
+        "symbounds pou: Shi & Liao, softmax partition of unity (two-block Transformer)",
+        f"instance  d={inst.d}  alpha={inst.alpha}  C_H={inst.C_H}  B={inst.B}  eps={inst.eps}"
+        f"  target: {inst.target_text}"
+        + (f"  M={inst.M} (user)" if inst.M is not None else "")
+        + (f"  M_g={inst.M_g} (user)" if inst.M_g is not None else ""),
+        "",
+        "constants",
+    ]
+    for name, v in res.constants.items():
+        lines.append(f"  {name:<24} {v}")
+    lines += ["", f"claims (Arb balls; decided at up to {res.prec} bits; {res.samples} sample points)"]
+    for c in res.claims:
+        where = c.context if c.prec is None else f"{c.context}@{c.prec}"
+        lines.append(f"  {c.id:<5} {c.verdict:<9} {where:<10} {c.statement}")
+        if c.lhs or c.rhs:
+            lines.append(f"        lhs {c.lhs}   rhs {c.rhs}")
+    lines += ["", f"max |T(x) - g(x)| over the sample points: {res.max_error}"]
+    for p in res.points:
+        lines.append(f"  at x = ({', '.join(p['x'])}):  T = {p['T']}  g = {p['g']}  |T-g| = {p['error']}")
+    for name in res.comparisons:
+        claims_cmp, quantities = res.comparisons[name]
+        label = {"fp": "float64", "mp": f"mpmath ({res.prec} bits)"}[name]
+        lines += ["", f"{label} beside the certified values"]
+        lines.append(f"  {'quantity':<22} {'digits':>6}  {'certified':<40} {label}")
+        shown = [q for q in quantities if not q.name.endswith((" lhs", " rhs")) or q.note or q.name == "L7 lhs"]
+        for q in shown:
+            dg = "-" if q.digits is None else str(q.digits)
+            note = f"   <- {q.note}" if q.note else ""
+            lines.append(f"  {q.name:<22} {dg:>6}  {q.certified:<40} {q.other}{note}")
+        bad = [c for c in claims_cmp if c.status not in ("agrees",)]
+        lines.append(f"  claims: {sum(c.status == 'agrees' for c in claims_cmp)} of {len(claims_cmp)} decided "
+                     f"the same way for the same reason")
+        for c in bad:
+            lines.append(f"    {c.id:<5} {c.status:<9} rigorous: {c.rigorous}, {label}: {c.other}"
+                         + (f" ({c.note})" if c.note else ""))
+    code = res.exit_code
+    n_proved = sum(c.verdict == "proved" for c in res.claims)
+    lines += ["", f"verdict: {_verdict_word(code)} ({n_proved} of {len(res.claims)} claims proved; "
+              "assumptions on g are checked on a grid only)"]
+    return "\n".join(lines)

@@ -1,0 +1,461 @@
+"""A generic Transformer held as exact data, and one forward pass that runs in every context.
+
+Conventions (columns are tokens, rows are features; ``Z`` is ``D x n``):
+
+* **Attention layer** with heads ``h``::
+
+      score_h[j, k] = <W_Q^h z_j, W_K^h z_k> / tau          (no hidden 1/sqrt(d_k))
+      pi_h[j, :]    = softmax(score_h[j, :])  or  hardmax (ties averaged)
+      out_j         = rho * z_j + sum_h W_O^h sum_k pi_h[j, k] W_V^h z_k
+
+* **Feed-forward layer** (token-wise, ReLU ``sigma``)::
+
+      out_j = eta * z_j + W2 sigma(W1 z_j + b1) + b2
+
+* **Embedding** (vector input ``x`` in R^d): ``Z_0 = base`` plus ``E x`` added to column ``column``.
+  Token input (``input="tokens"``): ``Z_0`` is the given ``d x n`` matrix of tokens.
+* **Readout**: the entry ``Z_L[row, column]``.
+
+Weights are held exactly (SymPy expressions, ints or rationals) and converted once per context and
+precision (:meth:`Transformer.numeric`).  The forward pass never branches on an inexact number: ReLU
+is ``ctx.max``, a softmax is shifted by an exactly representable point, and a hardmax argmax is
+decided by three-valued comparisons (raising :class:`~symbounds.contexts.Undecided` if it cannot be).
+
+Attention heads whose scores cannot depend on the input (their ``W_Q`` and ``W_K`` read only rows
+that no input can reach, found by propagating a dependency mask through the weights) have their
+attention matrices computed once per context and precision and reused for every input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from .contexts import Context
+
+__all__ = [
+    "Head",
+    "Attention",
+    "FeedForward",
+    "Embedding",
+    "Readout",
+    "Transformer",
+    "forward",
+    "Trace",
+]
+
+Matrix = tuple  # tuple of row tuples of exact entries
+
+
+def as_matrix(rows) -> Matrix:
+    return tuple(tuple(r) for r in rows)
+
+
+def shape(m: Matrix) -> tuple[int, int]:
+    return (len(m), len(m[0]) if m else 0)
+
+
+def _is_exact_zero(v) -> bool:
+    if isinstance(v, sympy.Basic):
+        return v.is_zero is True
+    return v == 0
+
+
+@dataclass(frozen=True)
+class Head:
+    """One attention head: ``W_Q, W_K`` are ``d_k x D``, ``W_V`` is ``d_v x D``, ``W_O`` is ``D x d_v``."""
+
+    W_Q: Matrix
+    W_K: Matrix
+    W_V: Matrix
+    W_O: Matrix
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Multi-head self-attention with skip weight ``skip`` (the paper's rho)."""
+
+    heads: tuple[Head, ...]
+    kind: str = "softmax"  # or "hardmax"
+    skip: object = 0
+    tau: object = None  # scores are divided by tau when given
+
+    def __post_init__(self):
+        if self.kind not in ("softmax", "hardmax"):
+            raise ValueError(f"unknown attention kind {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class FeedForward:
+    """Token-wise ``eta z + W2 relu(W1 z + b1) + b2`` (``skip`` is the paper's eta)."""
+
+    W1: Matrix
+    b1: tuple
+    W2: Matrix
+    b2: tuple
+    skip: object = 0
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """``Z_0 = base``, plus ``E x`` added to column ``column`` (0-based)."""
+
+    base: Matrix  # D x n
+    E: Matrix  # D x d
+    column: int = 0
+
+
+@dataclass(frozen=True)
+class Readout:
+    row: int = 0
+    column: int = 0
+
+
+@dataclass
+class Transformer:
+    """Layers in order, an input embedding (or token input) and a readout."""
+
+    layers: tuple
+    embedding: Embedding | None = None
+    readout: Readout | None = None
+    input: str = "vector"  # or "tokens"
+    #: Named constants the weights refer to, as ``((Symbol, definition), ...)`` in dependency
+    #: order.  Keeping transcendental constants (an attention scale ``M``, ``e^{-cM}``, ...) as
+    #: symbols stops SymPy from "simplifying" products of huge exponentials, and lets a context
+    #: evaluate each definition once.
+    definitions: tuple = ()
+    _numeric_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _const_heads: dict | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.layers = tuple(self.layers)
+        if self.input not in ("vector", "tokens"):
+            raise ValueError(f"unknown input kind {self.input!r}")
+        if self.input == "vector" and self.embedding is None:
+            raise ValueError("a vector-input model needs an embedding")
+
+    # ---------------------------------------------------------------------------------------
+    @property
+    def width(self) -> int:
+        if self.embedding is not None:
+            return len(self.embedding.base)
+        first = self.layers[0]
+        return len(first.W1[0]) if isinstance(first, FeedForward) else len(first.heads[0].W_Q[0])
+
+    def weight_arrays(self):
+        """Yield ``(name, matrix-or-vector-or-scalar)`` for every trainable parameter array."""
+        for i, layer in enumerate(self.layers):
+            if isinstance(layer, Attention):
+                for h, head in enumerate(layer.heads):
+                    for nm in ("W_Q", "W_K", "W_V", "W_O"):
+                        yield f"layer{i}.head{h}.{nm}", getattr(head, nm)
+                yield f"layer{i}.skip", layer.skip
+            else:
+                for nm in ("W1", "b1", "W2", "b2"):
+                    yield f"layer{i}.{nm}", getattr(layer, nm)
+                yield f"layer{i}.skip", layer.skip
+
+    def parameters(self):
+        """Every scalar parameter (skip weights included; embedding and readout excluded)."""
+        for _, arr in self.weight_arrays():
+            if isinstance(arr, tuple):
+                for row in arr:
+                    if isinstance(row, tuple):
+                        yield from row
+                    else:
+                        yield row
+            else:
+                yield arr
+
+    def count_parameters(self) -> tuple[int, int]:
+        """(dense, nonzero) parameter counts over attention and feed-forward weights and biases.
+
+        Skip weights are architecture choices, not counted; the fixed embedding (positional
+        encoding) and readout are not counted either.
+        """
+        dense = nonzero = 0
+        for name, arr in self.weight_arrays():
+            if name.endswith(".skip"):
+                continue
+            for v in _flatten(arr):
+                dense += 1
+                nonzero += not _is_exact_zero(v)
+        return dense, nonzero
+
+    # ---------------------------------------------------------------------------------------
+    def numeric(self, ctx: Context):
+        """The weights converted to ``ctx`` (cached per context name and precision)."""
+        key = (ctx.name, ctx.prec)
+        cached = self._numeric_cache.get(key)
+        if cached is None:
+            env = self.definition_values(ctx)
+            memo: dict = {}
+            conv = lambda v: ctx.from_sympy(v, memo, env) if isinstance(v, sympy.Basic) else ctx.convert(v)
+            cached = _NumericModel(self, ctx, conv)
+            self._numeric_cache[key] = cached
+        return cached
+
+    def definition_values(self, ctx: Context) -> dict:
+        """``{Symbol: value in ctx}`` for the model's named constants."""
+        env: dict = {}
+        memo: dict = {}
+        for sym, expr in self.definitions:
+            env[sym] = ctx.from_sympy(expr, memo, env)
+        return env
+
+    def clear_cache(self):
+        self._numeric_cache.clear()
+
+    def constant_heads(self) -> dict:
+        """``{(layer, head): True}`` for heads whose scores cannot depend on the input."""
+        if self._const_heads is None:
+            self._const_heads = _input_independent_heads(self)
+        return self._const_heads
+
+
+def _flatten(arr):
+    if isinstance(arr, tuple):
+        for r in arr:
+            yield from _flatten(r)
+    else:
+        yield arr
+
+
+class _NumericModel:
+    """A model's weights in one context, plus the cache of input-independent attention matrices."""
+
+    def __init__(self, model: Transformer, ctx: Context, conv):
+        self.ctx = ctx
+        mat = lambda m: [[conv(v) for v in row] for row in m]
+        vec = lambda v: [conv(x) for x in v]
+        with ctx.scope():
+            self.layers = []
+            for layer in model.layers:
+                if isinstance(layer, Attention):
+                    heads = [
+                        (mat(h.W_Q), mat(h.W_K), mat(h.W_V), mat(h.W_O)) for h in layer.heads
+                    ]
+                    tau = None if layer.tau is None else conv(layer.tau)
+                    self.layers.append(("attention", layer.kind, conv(layer.skip), tau, heads))
+                else:
+                    self.layers.append(
+                        ("ffn", mat(layer.W1), vec(layer.b1), mat(layer.W2), vec(layer.b2), conv(layer.skip))
+                    )
+            emb = model.embedding
+            self.base = mat(emb.base) if emb is not None else None
+            self.E = mat(emb.E) if emb is not None else None
+        self.attention_cache: dict = {}
+
+
+# ------------------------------------------------------------------------------------------
+# Dense linear algebra on lists of lists, skipping exact zeros of the left factor (the weight
+# matrices of a construction are sparse, and 0 * finite is exactly 0 in every context).
+
+
+def _matmul(ctx: Context, A, B):
+    n = len(B[0]) if B else 0
+    zero = ctx.zero
+    out = []
+    for row in A:
+        acc = [zero] * n
+        for a, brow in zip(row, B):
+            if ctx.is_zero(a):
+                continue
+            acc = [s + a * b for s, b in zip(acc, brow)]
+        out.append(acc)
+    return out
+
+
+@dataclass
+class Trace:
+    """Intermediate values of one forward pass (all in the context's numbers).
+
+    ``Z[i]`` is the input of layer ``i`` (``Z[0]`` the embedding, ``Z[-1]`` the final state),
+    ``attention[i][h]`` the ``n x n`` matrix ``pi_h`` of attention layer ``i``, and
+    ``preactivation[i]`` the hidden ``W1 Z + b1`` of feed-forward layer ``i``.
+    """
+
+    Z: list = field(default_factory=list)
+    attention: dict = field(default_factory=dict)
+    preactivation: dict = field(default_factory=dict)
+
+
+def embed(ctx: Context, model: Transformer, x) -> list:
+    """Z_0 for input ``x`` (a vector for vector models, a D x n token matrix for token models)."""
+    num = model.numeric(ctx)
+    with ctx.scope():
+        if model.input == "tokens":
+            return [[ctx.convert(v) for v in row] for row in x]
+        xs = [ctx.convert(v) for v in x]
+        emb = model.embedding
+        if len(xs) != len(emb.E[0]):
+            raise ValueError(f"input has {len(xs)} coordinates, the model expects {len(emb.E[0])}")
+        Z = [list(row) for row in num.base]
+        for r, erow in enumerate(num.E):
+            add = ctx.zero
+            nz = False
+            for e, xi in zip(erow, xs):
+                if not ctx.is_zero(e):
+                    add = add + e * xi
+                    nz = True
+            if nz:
+                Z[r][emb.column] = Z[r][emb.column] + add
+        return Z
+
+
+def forward(ctx: Context, model: Transformer, x, trace: bool = False):
+    """Evaluate ``model`` at ``x`` in ``ctx``; returns the readout (or the final ``Z`` for a model
+    without readout), and with ``trace=True`` also a :class:`Trace`."""
+    num = model.numeric(ctx)
+    const = model.constant_heads()
+    tr = Trace() if trace else None
+    with ctx.scope():
+        Z = embed(ctx, model, x)
+        for i, layer in enumerate(num.layers):
+            if tr is not None:
+                tr.Z.append(Z)
+            if layer[0] == "attention":
+                Z = _attention(ctx, num, i, layer, Z, const, tr)
+            else:
+                Z = _ffn(ctx, i, layer, Z, tr)
+        if tr is not None:
+            tr.Z.append(Z)
+        out = Z if model.readout is None else Z[model.readout.row][model.readout.column]
+    return (out, tr) if trace else out
+
+
+def _attention(ctx, num, i, layer, Z, const, tr):
+    _, kind, skip, tau, heads = layer
+    n = len(Z[0])
+    if ctx.is_zero(skip):
+        out = [[ctx.zero] * n for _ in Z]
+    else:
+        out = [[skip * v for v in row] for row in Z]
+    pis = []
+    for h, (WQ, WK, WV, WO) in enumerate(heads):
+        key = (i, h)
+        pi = num.attention_cache.get(key) if const.get(key) else None
+        if pi is None:
+            pi = _attention_matrix(ctx, kind, tau, WQ, WK, Z)
+            if const.get(key):
+                num.attention_cache[key] = pi
+        pis.append(pi)
+        V = _matmul(ctx, WV, Z)  # d_v x n
+        # A[v][j] = sum_k pi[j][k] V[v][k]; skip exact zeros of V (most tokens carry no value).
+        A = []
+        for vrow in V:
+            nzk = [(k, vk) for k, vk in enumerate(vrow) if not ctx.is_zero(vk)]
+            arow = []
+            for j in range(n):
+                pij = pi[j]
+                s = ctx.zero
+                for k, vk in nzk:
+                    s = s + pij[k] * vk
+                arow.append(s)
+            A.append(arow)
+        contrib = _matmul(ctx, WO, A)
+        for r, crow in enumerate(contrib):
+            if any(not ctx.is_zero(v) for v in WO[r]):
+                out[r] = [a + b for a, b in zip(out[r], crow)]
+    if tr is not None:
+        tr.attention[i] = pis
+    return out
+
+
+def _attention_matrix(ctx, kind, tau, WQ, WK, Z):
+    Q = _matmul(ctx, WQ, Z)
+    K = _matmul(ctx, WK, Z)
+    n = len(Z[0])
+    zero = ctx.zero
+    pi = []
+    for j in range(n):
+        scores = []
+        for k in range(n):
+            s = zero
+            for qa, ka in zip(Q, K):
+                s = s + qa[j] * ka[k]
+            scores.append(s if tau is None else s / tau)
+        pi.append(_softmax(ctx, scores) if kind == "softmax" else _hardmax(ctx, scores))
+    return pi
+
+
+def _softmax(ctx, scores):
+    m = ctx.shift_point(scores)
+    e = [ctx.exp(s - m) for s in scores]
+    total = e[0]
+    for v in e[1:]:
+        total = total + v
+    return [v / total for v in e]
+
+
+def _hardmax(ctx, scores):
+    winners = ctx.argmax_set(scores)
+    w = ctx.one / ctx.rational(len(winners))
+    row = [ctx.zero] * len(scores)
+    for k in winners:
+        row[k] = w
+    return row
+
+
+def _ffn(ctx, i, layer, Z, tr):
+    _, W1, b1, W2, b2, skip = layer
+    n = len(Z[0])
+    H = _matmul(ctx, W1, Z)
+    H = [[h + b for h in row] for row, b in zip(H, b1)]
+    if tr is not None:
+        tr.preactivation[i] = H
+    S = [[ctx.relu(h) for h in row] for row in H]
+    out = _matmul(ctx, W2, S)
+    out = [[o + b for o in row] for row, b in zip(out, b2)]
+    if not ctx.is_zero(skip):
+        out = [[o + skip * z for o, z in zip(orow, zrow)] for orow, zrow in zip(out, Z)]
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Which attention scores can depend on the input: propagate a boolean mask dep[r][j] ("entry
+# (r, j) of Z may depend on x") through the exact weights.  Conservative: a nonzero weight is
+# assumed to carry dependence.
+
+
+def _input_independent_heads(model: Transformer) -> dict:
+    if model.input == "tokens":
+        return {}  # every token is input
+    emb = model.embedding
+    D, n = shape(emb.base)
+    dep = [[False] * n for _ in range(D)]
+    for r in range(D):
+        if any(not _is_exact_zero(e) for e in emb.E[r]):
+            dep[r][emb.column] = True
+    const = {}
+    nz = lambda v: not _is_exact_zero(v)
+    for i, layer in enumerate(model.layers):
+        dep_rows = [any(row) for row in dep]
+        if isinstance(layer, Attention):
+            new = [list(row) if nz(layer.skip) else [False] * n for row in dep]
+            for h, head in enumerate(layer.heads):
+                reads = {c for m in (head.W_Q, head.W_K) for row in m for c, v in enumerate(row) if nz(v)}
+                scores_dep = any(dep_rows[c] for c in reads)
+                const[(i, h)] = not scores_dep
+                v_dep = [
+                    scores_dep or any(dep_rows[c] for c, v in enumerate(vrow) if nz(v)) for vrow in head.W_V
+                ]
+                for r, orow in enumerate(head.W_O):
+                    if any(nz(w) and v_dep[a] for a, w in enumerate(orow)):
+                        new[r] = [True] * n
+            dep = new
+        else:
+            hidden = [
+                [any(nz(w) and dep[c][j] for c, w in enumerate(wrow)) for j in range(n)] for wrow in layer.W1
+            ]
+            new = []
+            for r, w2row in enumerate(layer.W2):
+                new.append(
+                    [
+                        any(nz(w) and hidden[u][j] for u, w in enumerate(w2row)) or (nz(layer.skip) and dep[r][j])
+                        for j in range(n)
+                    ]
+                )
+            dep = new
+    return const
