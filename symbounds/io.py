@@ -37,7 +37,7 @@ __all__ = ["FORMAT", "ModelFileError", "export_model", "model_to_json", "load_mo
 
 FORMAT = "symbounds-transformer/1"
 
-_NUMBER = re.compile(r"^[+-]?(\d{1,4000})(/\d{1,4000}|\.\d{0,4000})?([eE][+-]?\d{1,4})?$")
+_NUMBER = re.compile(r"^[+-]?(\d{1,4000})(/\d{1,4000}|\.\d{0,4000})?([eE][+-]?\d{1,9})?$")
 _MAX_FILE = 512 * 2**20
 
 

@@ -80,6 +80,21 @@ def default_target(d: int) -> str:
     return f"sin(2*({'+'.join(f'x{i}' for i in range(1, d + 1))})/sqrt({d}))"
 
 
+def _exact(v, what: str) -> Rational:
+    """An exact SymPy Rational from an int, Fraction, SymPy Rational or a string ('1/2', '0.1')."""
+    from ..io import parse_number
+
+    if isinstance(v, float):
+        raise TypeError(f"{what}: a float is not exact; pass a string such as '0.1' or a Fraction")
+    if isinstance(v, str):
+        v = parse_number(v, what)
+    if isinstance(v, Fraction):
+        return Rational(v.numerator, v.denominator)
+    if isinstance(v, int) or (isinstance(v, sympy.Basic) and v.is_Rational):
+        return Rational(v)
+    raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__}")
+
+
 @dataclass(frozen=True)
 class Instance:
     """The inputs of one construction: dimension, smoothness, bounds, accuracy, target, overrides."""
@@ -100,8 +115,7 @@ class Instance:
             v = getattr(self, name)
             if v is None:
                 continue
-            v = sympy.nsimplify(v) if isinstance(v, float) else sympy.Rational(v)
-            object.__setattr__(self, name, v)
+            object.__setattr__(self, name, _exact(v, name))
         if not (0 < self.alpha <= 1):
             raise ValueError(f"alpha must lie in (0, 1], got {self.alpha}")
         if self.C_H <= 0:

@@ -1,0 +1,5 @@
+"""``python -m symbounds`` runs the command line."""
+
+from .cli import entry
+
+entry()
