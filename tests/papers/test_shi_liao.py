@@ -291,3 +291,11 @@ def test_input_independent_heads_are_detected(default_build):
     const = model.constant_heads()
     assert all(const[(sl.ATT1, h)] for h in range(K.P + 2))  # layer 1 reads positions only
     assert const[(sl.ATT2, 0)] is False  # layer 2's keys are T~(x)
+
+
+def test_acceptance_instance_d2_with_P_at_least_100():
+    inst = sl.Instance(d=2, C_H=1, B=1, eps="1/4", target="sin(x1+x2)/2")
+    K = sl.constants(inst)
+    assert K.P == 144
+    verdicts, _ = certify(inst, points=sl.sample_points(2, 2, 3, seed=5))
+    assert all(r.verdict == ("evidence" if cid in ("A1", "A2") else "proved") for cid, r in verdicts.items())
