@@ -1,6 +1,7 @@
 """The ``symbounds`` command.
 
-Exit codes: 0 every claim proved; 1 some claim refuted; 2 bad input; 3 some claim undecided.
+Exit codes: 0 every claim proved; 1 some claim refuted; 2 bad input; 3 some claim undecided;
+4 an internal error (a bug: reported in one line; SYMBOUNDS_DEBUG=1 shows the traceback).
 Bad input gives one line naming the problem, never a traceback; files are written atomically.
 """
 
@@ -164,6 +165,12 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("symbounds: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug, not bad input: still one line, and a distinct exit code
+        if os.environ.get("SYMBOUNDS_DEBUG"):
+            raise
+        print(f"symbounds: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+              "(set SYMBOUNDS_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 4
 
 
 def entry() -> None:  # console script

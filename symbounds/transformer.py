@@ -125,8 +125,9 @@ class Transformer:
     #: symbols stops SymPy from "simplifying" products of huge exponentials, and lets a context
     #: evaluate each definition once.
     definitions: tuple = ()
-    _numeric_cache: dict = field(default_factory=dict, repr=False, compare=False)
-    _const_heads: dict | None = field(default=None, repr=False, compare=False)
+    # Caches are not init fields, so dataclasses.replace() (e.g. a tampered copy) starts empty.
+    _numeric_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _const_heads: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         self.layers = tuple(self.layers)

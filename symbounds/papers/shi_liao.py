@@ -309,6 +309,9 @@ def constants(inst: Instance) -> Constants:
         tuple(Rational(2 * i - 1, 2 * m) for i in idx) for idx in itertools.product(range(1, m + 1), repeat=d)
     ]
     g_centres = [g.subs(dict(zip(xs, c_))) for c_ in centres]
+    for c_, gc in zip(centres, g_centres):
+        if gc.has(sympy.I, sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or gc.is_extended_real is False:
+            raise ValueError(f"the target is not a finite real number at the centre ({', '.join(map(str, c_))})")
     return Constants(inst, g, r_g, m, P, P_paper, defs, centres, g_centres, M_derived, M_g_derived)
 
 

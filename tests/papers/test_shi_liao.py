@@ -208,7 +208,7 @@ def _set(matrix, i, j, value):
 def _tamper_layer(model, index, new_layer):
     layers = list(model.layers)
     layers[index] = new_layer
-    return replace(model, layers=tuple(layers), _numeric_cache={}, _const_heads=None)
+    return replace(model, layers=tuple(layers))
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +233,7 @@ def test_tampered_position_entry_is_refuted(default_build):
     emb = model.embedding
     p0 = sl.ROWS(d)["pos"][0]
     bad = replace(emb, base=_set(emb.base, p0, 5, emb.base[p0][5] + Rational(1, 1000)))
-    tampered = replace(model, embedding=bad, _numeric_cache={}, _const_heads=None)
+    tampered = replace(model, embedding=bad)
     assert {"L4.2", "L4.3"} <= _refuted(tampered, K)
 
 
@@ -284,6 +284,22 @@ def test_tampered_query_rotation_is_refuted(default_build):
     heads = list(att.heads)
     heads[h] = replace(head, W_Q=W_Q)
     assert _refuted(_tamper_layer(model, sl.ATT1, replace(att, heads=tuple(heads))), K) & {"L3", "L6.1", "L6.2"}
+
+
+def test_a_replaced_model_does_not_reuse_cached_weights(default_build):
+    K, model = default_build
+    x = (Fraction(1, 3),)
+    ctx = BallContext(128)
+    from symbounds.transformer import forward
+
+    before = forward(ctx, model, x)  # fills the caches of `model`
+    att = model.layers[sl.ATT2]
+    head = att.heads[0]
+    doubled = replace(head, W_V=tuple(tuple(2 * v for v in row) for row in head.W_V))
+    tampered = _tamper_layer(model, sl.ATT2, replace(att, heads=(doubled,)))
+    after = forward(ctx, tampered, x)
+    with ctx.scope():
+        assert abs(after - 2 * before) < fmpq(1, 10**20)  # T is linear in the layer-2 values
 
 
 def test_input_independent_heads_are_detected(default_build):
