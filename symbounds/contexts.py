@@ -111,7 +111,7 @@ class Context:
         caches sub-expressions across calls (only valid for one ``env``).
         """
         memo = {} if memo is None else memo
-        return _SympyEvaluator(self, memo, env or {}).eval(expr)
+        return _SympyEvaluator(self, memo, env or {}).value(expr)
 
     @property
     def zero(self):
@@ -507,7 +507,7 @@ class _SympyEvaluator:
         self.memo = memo
         self.env = env
 
-    def eval(self, e):
+    def value(self, e):
         try:
             return self.memo[e]
         except (KeyError, TypeError):
@@ -537,43 +537,43 @@ class _SympyEvaluator:
         if e.is_Float:
             raise TypeError("SymPy Float found in an exact expression; use Rational")
         if isinstance(e, sympy.Add):
-            acc = self.eval(e.args[0])
+            acc = self.value(e.args[0])
             for a in e.args[1:]:
-                acc = acc + self.eval(a)
+                acc = acc + self.value(a)
             return acc
         if isinstance(e, sympy.Mul):
-            acc = self.eval(e.args[0])
+            acc = self.value(e.args[0])
             for a in e.args[1:]:
-                acc = acc * self.eval(a)
+                acc = acc * self.value(a)
             return acc
         if isinstance(e, sympy.Pow):
             base, ex = e.args
             if ex.is_Integer:
                 n = int(ex)
-                b = self.eval(base)
+                b = self.value(base)
                 return b**n if n >= 0 else ctx.one / (b ** (-n))
             if ex == sympy.Rational(1, 2):
-                return ctx.sqrt(self.eval(base))
+                return ctx.sqrt(self.value(base))
             if ex == sympy.Rational(-1, 2):
-                return ctx.one / ctx.sqrt(self.eval(base))
-            return ctx.pow(self.eval(base), self.eval(ex))
+                return ctx.one / ctx.sqrt(self.value(base))
+            return ctx.pow(self.value(base), self.value(ex))
         if isinstance(e, (sympy.sin, sympy.cos)):
             arg = e.args[0]
             q = _rational_multiple_of_pi(arg)
             if q is not None:
                 return ctx.sin_pi_q(q) if isinstance(e, sympy.sin) else ctx.cos_pi_q(q)
-            v = self.eval(arg)
+            v = self.value(arg)
             return ctx.sin(v) if isinstance(e, sympy.sin) else ctx.cos(v)
         if isinstance(e, sympy.exp):
-            return ctx.exp(self.eval(e.args[0]))
+            return ctx.exp(self.value(e.args[0]))
         if isinstance(e, sympy.log):
             if len(e.args) != 1:
                 raise TypeError("log with a base is not supported")
-            return ctx.log(self.eval(e.args[0]))
+            return ctx.log(self.value(e.args[0]))
         if isinstance(e, sympy.Abs):
-            return ctx.abs(self.eval(e.args[0]))
+            return ctx.abs(self.value(e.args[0]))
         if isinstance(e, (sympy.Min, sympy.Max)):
-            vals = [self.eval(a) for a in e.args]
+            vals = [self.value(a) for a in e.args]
             f = ctx.min if isinstance(e, sympy.Min) else ctx.max
             acc = vals[0]
             for v in vals[1:]:
