@@ -123,3 +123,14 @@ def test_console_script_runs_as_a_module():
     assert r.returncode == 0, r.stderr
     assert "verdict: proved" in r.stdout
     assert r.stderr == ""  # quiet under CI: no progress bar
+
+
+def test_undecided_at_the_precision_limit_exits_3(capsys):
+    # At M = 1e5, 1 - eta ~ 4e-535 needs ~1800 bits; with at most 1024 bits it stays undecided.
+    code, out, _ = run_cli(capsys, "pou", "--quiet", "--points", "0", "--grid", "2", "--M", "100000",
+                           "--max-prec", "1024", "--json")
+    assert code == 3
+    data = json.loads(out)
+    assert data["verdict"] == "undecided"
+    undecided = {c["id"] for c in data["claims"] if c["verdict"] == "undecided"}
+    assert "L2.3" in undecided and not any(c["verdict"] == "refuted" for c in data["claims"])
