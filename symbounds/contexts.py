@@ -352,8 +352,10 @@ class BallContext(Context):
         return x.str(digits, radius=True)
 
     def to_fraction_bounds(self, x):
-        lo, hi = x.lower(), x.upper()
-        return _arb_exact_to_fraction(lo), _arb_exact_to_fraction(hi)
+        # exact endpoints mid -+ rad (independent of the ambient flint.ctx.prec)
+        mid = _arb_exact_to_fraction(x.mid())
+        rad = _arb_exact_to_fraction(x.rad())
+        return mid - rad, mid + rad
 
 
 def _arb_exact_to_fraction(x: flint.arb) -> Fraction:
@@ -427,7 +429,7 @@ class FPContext(Context):
         try:
             return p / q if q != 1 else float(p)
         except OverflowError:
-            return math.copysign(math.inf, p) if q > 0 else -math.copysign(math.inf, p)
+            return math.inf if (p > 0) == (q > 0) else -math.inf
 
     def _convert_native(self, v):
         if isinstance(v, float):
@@ -463,7 +465,8 @@ class FPContext(Context):
         try:
             return x**e
         except OverflowError:
-            return math.inf
+            odd = float(e).is_integer() and int(e) % 2 == 1
+            return -math.inf if (x < 0 and odd) else math.inf
         except ZeroDivisionError:
             return math.inf
 
@@ -471,6 +474,16 @@ class FPContext(Context):
         if math.isnan(a) or math.isnan(b):
             return math.nan
         return a if a >= b else b
+
+    def min(self, a, b):
+        if math.isnan(a) or math.isnan(b):
+            return math.nan
+        return a if a <= b else b
+
+    def argmax_set(self, scores):
+        if any(math.isnan(s) for s in scores):
+            raise Undecided("a NaN score: the float64 argmax is undefined")
+        return super().argmax_set(scores)
 
     def lt(self, a, b):
         if math.isnan(a) or math.isnan(b):
@@ -551,7 +564,7 @@ class _SympyEvaluator:
             if ex.is_Integer:
                 n = int(ex)
                 b = self.value(base)
-                return b**n if n >= 0 else ctx.one / (b ** (-n))
+                return ctx.pow(b, n) if n >= 0 else ctx.one / ctx.pow(b, -n)
             if ex == sympy.Rational(1, 2):
                 return ctx.sqrt(self.value(base))
             if ex == sympy.Rational(-1, 2):
