@@ -127,7 +127,7 @@ class Transformer:
     definitions: tuple = ()
     # Caches are not init fields, so dataclasses.replace() (e.g. a tampered copy) starts empty.
     _numeric_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _const_heads: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _analysis: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         self.layers = tuple(self.layers)
@@ -209,10 +209,22 @@ class Transformer:
         self._numeric_cache.clear()
 
     def constant_heads(self) -> dict:
-        """``{(layer, head): True}`` for heads whose scores cannot depend on the input."""
-        if self._const_heads is None:
-            self._const_heads = _input_independent_heads(self)
-        return self._const_heads
+        """``{(layer, head): kind}`` for every attention head: ``"output"`` when neither its scores
+        nor its values can depend on the input (its whole output is computed once), ``"scores"``
+        when only its values can, ``False`` when its scores can."""
+        return self._analyse()[0]
+
+    def affine_prefix(self) -> int:
+        """How many leading layers are affine in the input ``x`` (found from the weights):
+        attention layers whose scores are input independent, and feed-forward layers whose
+        input-dependent units all come in linear pairs.  Their composition ``Z(x) = F_0 + sum_i
+        x_i F_i`` is computed once per context and precision and reused for every input."""
+        return self._analyse()[1]
+
+    def _analyse(self) -> tuple:
+        if self._analysis is None:
+            self._analysis = _analyse(self)
+        return self._analysis
 
 
 def _flatten(arr):
@@ -241,7 +253,8 @@ class _NumericModel:
                     self.layers.append(("attention", layer.kind, conv(layer.skip), tau, heads))
                 else:
                     self.layers.append(
-                        ("ffn", mat(layer.W1), vec(layer.b1), mat(layer.W2), vec(layer.b2), conv(layer.skip))
+                        ("ffn", mat(layer.W1), vec(layer.b1), mat(layer.W2), vec(layer.b2), conv(layer.skip),
+                         _linear_pairs(layer))
                     )
             emb = model.embedding
             self.base = mat(emb.base) if emb is not None else None
@@ -307,17 +320,29 @@ def embed(ctx: Context, model: Transformer, x) -> list:
 
 def forward(ctx: Context, model: Transformer, x, trace: bool = False):
     """Evaluate ``model`` at ``x`` in ``ctx``; returns the readout (or the final ``Z`` for a model
-    without readout), and with ``trace=True`` also a :class:`Trace`."""
+    without readout), and with ``trace=True`` also a :class:`Trace`.
+
+    Without a trace, work that cannot depend on ``x`` is done once per context and precision (the
+    affine prefix, input-independent heads) and attention rows that the readout cannot see are
+    skipped; with a trace every layer is evaluated in full, so claims read the network itself."""
     num = model.numeric(ctx)
     const = model.constant_heads()
     tr = Trace() if trace else None
+    start = 0
+    needed = _needed_rows(model) if tr is None else {}
     with ctx.scope():
-        Z = embed(ctx, model, x)
+        if tr is None and model.input == "vector" and model.affine_prefix() > 0:
+            start = model.affine_prefix()
+            Z = _affine_prefix_value(ctx, model, num, start, x)
+        else:
+            Z = embed(ctx, model, x)
         for i, layer in enumerate(num.layers):
+            if i < start:
+                continue
             if tr is not None:
                 tr.Z.append(Z)
             if layer[0] == "attention":
-                Z = _attention(ctx, num, i, layer, Z, const, tr)
+                Z = _attention(ctx, num, i, layer, Z, const, tr, needed.get(i))
             else:
                 Z = _ffn(ctx, i, layer, Z, tr)
         if tr is not None:
@@ -326,7 +351,56 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False):
     return (out, tr) if trace else out
 
 
-def _attention(ctx, num, i, layer, Z, const, tr):
+def _needed_rows(model: Transformer) -> dict:
+    """``{layer: columns}`` for attention layers followed only by token-wise layers up to the
+    readout: only the readout's column (one query row) can reach the output."""
+    if model.readout is None:
+        return {}
+    out = {}
+    for i in range(len(model.layers) - 1, -1, -1):
+        if isinstance(model.layers[i], Attention):
+            out[i] = (model.readout.column,)
+            break
+    return out
+
+
+def _affine_prefix_value(ctx, model, num, L, x):
+    """Z after the first ``L`` layers (affine in x): ``F_0 + sum_i x_i F_i``, with ``F_0`` and
+    ``F_i`` computed once from the layers at x = 0 and x = e_i."""
+    key = ("affine", L)
+    cached = num.attention_cache.get(key)
+    const = model.constant_heads()
+    d = len(model.embedding.E[0])
+    if cached is None:
+        def run(point):
+            Z = embed(ctx, model, point)
+            for i in range(L):
+                layer = num.layers[i]
+                Z = _attention(ctx, num, i, layer, Z, const, None) if layer[0] == "attention" else _ffn(ctx, i, layer, Z, None)
+            return Z
+        F0 = run([0] * d)  # exact ints: every context converts them
+        Fs = []
+        for k in range(d):
+            Fk = run([1 if i == k else 0 for i in range(d)])
+            Fs.append([[a - b for a, b in zip(r1, r0)] for r1, r0 in zip(Fk, F0)])
+        cached = (F0, Fs, model._analyse()[2])
+        num.attention_cache[key] = cached
+    F0, Fs, dep = cached
+    xs = [ctx.convert(v) for v in x]
+    if len(xs) != d:
+        raise ValueError(f"input has {len(xs)} coordinates, the model expects {d}")
+    Z = [list(row) for row in F0]
+    for r, drow in enumerate(dep):
+        for j, dependent in enumerate(drow):
+            if dependent:
+                v = F0[r][j]
+                for Fk, xk in zip(Fs, xs):
+                    v = v + Fk[r][j] * xk
+                Z[r][j] = v
+    return Z
+
+
+def _attention(ctx, num, i, layer, Z, const, tr, rows=None):
     _, kind, skip, tau, heads = layer
     n = len(Z[0])
     if ctx.is_zero(skip):
@@ -338,10 +412,15 @@ def _attention(ctx, num, i, layer, Z, const, tr):
         key = (i, h)
         pi = num.attention_cache.get(key) if const.get(key) else None
         if pi is None:
-            pi = _attention_matrix(ctx, kind, tau, WQ, WK, Z)
+            pi = _attention_matrix(ctx, kind, tau, WQ, WK, Z, None if const.get(key) else rows)
             if const.get(key):
                 num.attention_cache[key] = pi
         pis.append(pi)
+        if const.get(key) == "output" and ("out", key) in num.attention_cache:
+            contrib = num.attention_cache[("out", key)]
+            for r, crow in contrib:
+                out[r] = [a + b for a, b in zip(out[r], crow)]
+            continue
         V = _matmul(ctx, WV, Z)  # d_v x n
         # A[v][j] = sum_k pi[j][k] V[v][k]; skip exact zeros of V (most tokens carry no value).
         A = []
@@ -350,27 +429,35 @@ def _attention(ctx, num, i, layer, Z, const, tr):
             arow = []
             for j in range(n):
                 pij = pi[j]
+                if pij is None:  # a query row nobody reads
+                    arow.append(ctx.zero)
+                    continue
                 s = ctx.zero
                 for k, vk in nzk:
                     s = s + pij[k] * vk
                 arow.append(s)
             A.append(arow)
-        contrib = _matmul(ctx, WO, A)
-        for r, crow in enumerate(contrib):
-            if any(not ctx.is_zero(v) for v in WO[r]):
-                out[r] = [a + b for a, b in zip(out[r], crow)]
+        contrib = [(r, crow) for r, crow in enumerate(_matmul(ctx, WO, A))
+                   if any(not ctx.is_zero(v) for v in WO[r])]
+        if const.get(key) == "output":  # neither scores nor values depend on the input
+            num.attention_cache[("out", key)] = contrib
+        for r, crow in contrib:
+            out[r] = [a + b for a, b in zip(out[r], crow)]
     if tr is not None:
         tr.attention[i] = pis
     return out
 
 
-def _attention_matrix(ctx, kind, tau, WQ, WK, Z):
+def _attention_matrix(ctx, kind, tau, WQ, WK, Z, rows=None):
     Q = _matmul(ctx, WQ, Z)
     K = _matmul(ctx, WK, Z)
     n = len(Z[0])
     zero = ctx.zero
     pi = []
     for j in range(n):
+        if rows is not None and j not in rows:
+            pi.append(None)
+            continue
         scores = []
         for k in range(n):
             s = zero
@@ -382,6 +469,9 @@ def _attention_matrix(ctx, kind, tau, WQ, WK, Z):
 
 
 def _softmax(ctx, scores):
+    if all(ctx.is_zero(s) for s in scores):  # e.g. a query row that is exactly zero
+        w = ctx.one / ctx.rational(len(scores))
+        return [w] * len(scores)
     m = ctx.shift_point(scores)
     e = [ctx.exp(s - m) for s in scores]
     total = e[0]
@@ -400,18 +490,48 @@ def _hardmax(ctx, scores):
 
 
 def _ffn(ctx, i, layer, Z, tr):
-    _, W1, b1, W2, b2, skip = layer
+    _, W1, b1, W2, b2, skip, pairs = layer
     n = len(Z[0])
     H = _matmul(ctx, W1, Z)
     H = [[h + b for h in row] for row, b in zip(H, b1)]
     if tr is not None:
         tr.preactivation[i] = H
-    S = [[ctx.relu(h) for h in row] for row in H]
+    # A pair of units (u, u') with W1[u'] = -W1[u], zero biases and W2[:, u'] = -W2[:, u] computes
+    # W2[:, u] (relu(y) - relu(-y)) = W2[:, u] y exactly: evaluate it as the linear map it is
+    # (tighter enclosures, and linear in the input for a Taylor model).
+    S = [None] * len(H)
+    for u, u2 in pairs:
+        S[u] = H[u]
+        S[u2] = [ctx.zero] * n
+    S = [[ctx.relu(h) for h in row] if s is None else s for s, row in zip(S, H)]
     out = _matmul(ctx, W2, S)
     out = [[o + b for o in row] for row, b in zip(out, b2)]
     if not ctx.is_zero(skip):
         out = [[o + skip * z for o, z in zip(orow, zrow)] for orow, zrow in zip(out, Z)]
     return out
+
+
+def _linear_pairs(layer: FeedForward) -> list[tuple[int, int]]:
+    """Hidden units (u, u') of an FFN that together compute a linear function (see ``_ffn``),
+    found from the exact weights."""
+    W1, b1, W2 = layer.W1, layer.b1, layer.W2
+    zero_bias = [u for u in range(len(W1)) if _is_exact_zero(b1[u]) and any(not _is_exact_zero(w) for w in W1[u])]
+    by_row = {}
+    for u in zero_bias:
+        by_row.setdefault(tuple(W1[u]), []).append(u)
+    pairs, used = [], set()
+    for u in zero_bias:
+        if u in used:
+            continue
+        neg = tuple(-w for w in W1[u])
+        for u2 in by_row.get(neg, []):
+            if u2 in used or u2 == u:
+                continue
+            if all(_is_exact_zero(row[u2] + row[u]) for row in W2):
+                pairs.append((u, u2))
+                used.update((u, u2))
+                break
+    return pairs
 
 
 # ------------------------------------------------------------------------------------------
@@ -420,9 +540,10 @@ def _ffn(ctx, i, layer, Z, tr):
 # assumed to carry dependence.
 
 
-def _input_independent_heads(model: Transformer) -> dict:
+def _analyse(model: Transformer) -> tuple:
+    """(input-independent heads, length of the affine prefix, dependency mask after it)."""
     if model.input == "tokens":
-        return {}  # every token is input
+        return {}, 0, None  # every token is input
     emb = model.embedding
     D, n = shape(emb.base)
     dep = [[False] * n for _ in range(D)]
@@ -431,6 +552,8 @@ def _input_independent_heads(model: Transformer) -> dict:
             dep[r][emb.column] = True
     const = {}
     nz = lambda v: not _is_exact_zero(v)
+    affine, affine_dep = True, None
+    prefix = 0
     for i, layer in enumerate(model.layers):
         dep_rows = [any(row) for row in dep]
         if isinstance(layer, Attention):
@@ -438,18 +561,22 @@ def _input_independent_heads(model: Transformer) -> dict:
             for h, head in enumerate(layer.heads):
                 reads = {c for m in (head.W_Q, head.W_K) for row in m for c, v in enumerate(row) if nz(v)}
                 scores_dep = any(dep_rows[c] for c in reads)
-                const[(i, h)] = not scores_dep
                 v_dep = [
                     scores_dep or any(dep_rows[c] for c, v in enumerate(vrow) if nz(v)) for vrow in head.W_V
                 ]
+                # "output": nothing of the head depends on x; "scores": only its values do
+                const[(i, h)] = False if scores_dep else ("scores" if any(v_dep) else "output")
                 for r, orow in enumerate(head.W_O):
                     if any(nz(w) and v_dep[a] for a, w in enumerate(orow)):
                         new[r] = [True] * n
+                affine = affine and not scores_dep
             dep = new
         else:
             hidden = [
                 [any(nz(w) and dep[c][j] for c, w in enumerate(wrow)) for j in range(n)] for wrow in layer.W1
             ]
+            paired = {u for pair in _linear_pairs(layer) for u in pair}
+            affine = affine and all(u in paired or not any(hidden[u]) for u in range(len(hidden)))
             new = []
             for r, w2row in enumerate(layer.W2):
                 new.append(
@@ -459,4 +586,6 @@ def _input_independent_heads(model: Transformer) -> dict:
                     ]
                 )
             dep = new
-    return const
+        if affine:
+            prefix, affine_dep = i + 1, [list(row) for row in dep]
+    return const, prefix, affine_dep

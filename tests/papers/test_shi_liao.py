@@ -305,7 +305,8 @@ def test_a_replaced_model_does_not_reuse_cached_weights(default_build):
 def test_input_independent_heads_are_detected(default_build):
     K, model = default_build
     const = model.constant_heads()
-    assert all(const[(sl.ATT1, h)] for h in range(K.P + 2))  # layer 1 reads positions only
+    assert all(const[(sl.ATT1, h)] == "scores" for h in range(K.P))  # affine heads: values carry x
+    assert const[(sl.ATT1, K.P)] == "output" and const[(sl.ATT1, K.P + 1)] == "output"  # indicator, position
     assert const[(sl.ATT2, 0)] is False  # layer 2's keys are T~(x)
 
 
