@@ -127,6 +127,11 @@ class Context:
         """Run the body at this context's precision (no-op where there is no global state)."""
         yield self
 
+    def constants_context(self) -> "Context":
+        """The context in which input-independent parts are computed (itself, except for
+        contexts of models over a box, which borrow their ball context's)."""
+        return self
+
     # --- elementary functions (overridden where they exist) ---------------------------------------
     def exp(self, x):
         raise ExactUnsupported(f"{self.name} context cannot evaluate exp")

@@ -199,6 +199,9 @@ class TaylorContext(Context):
         with self.ball.scope():
             yield self
 
+    def constants_context(self):
+        return self.ball
+
     # --- construction ------------------------------------------------------------------------
     def const(self, b: flint.arb) -> TM:
         return TM(self, b)

@@ -344,7 +344,7 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False):
             if layer[0] == "attention":
                 Z = _attention(ctx, num, i, layer, Z, const, tr, needed.get(i))
             else:
-                Z = _ffn(ctx, i, layer, Z, tr)
+                Z = _ffn(ctx, i, layer, Z, tr, needed.get(i))
         if tr is not None:
             tr.Z.append(Z)
         out = Z if model.readout is None else Z[model.readout.row][model.readout.column]
@@ -352,38 +352,38 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False):
 
 
 def _needed_rows(model: Transformer) -> dict:
-    """``{layer: columns}`` for attention layers followed only by token-wise layers up to the
-    readout: only the readout's column (one query row) can reach the output."""
+    """``{layer: columns}`` for the layers from the last attention layer on: only the readout's
+    column can reach the output (one query row of that attention, one column of the token-wise
+    layers after it)."""
     if model.readout is None:
         return {}
     out = {}
     for i in range(len(model.layers) - 1, -1, -1):
+        out[i] = (model.readout.column,)
         if isinstance(model.layers[i], Attention):
-            out[i] = (model.readout.column,)
             break
     return out
 
 
 def _affine_prefix_value(ctx, model, num, L, x):
     """Z after the first ``L`` layers (affine in x): ``F_0 + sum_i x_i F_i``, with ``F_0`` and
-    ``F_i`` computed once from the layers at x = 0 and x = e_i."""
+    ``F_i`` computed once from the layers at x = 0 and x = e_i (in ``ctx.constants_context()``:
+    a Taylor-model context borrows them from its ball context)."""
     key = ("affine", L)
     cached = num.attention_cache.get(key)
-    const = model.constant_heads()
     d = len(model.embedding.E[0])
     if cached is None:
-        def run(point):
-            Z = embed(ctx, model, point)
-            for i in range(L):
-                layer = num.layers[i]
-                Z = _attention(ctx, num, i, layer, Z, const, None) if layer[0] == "attention" else _ffn(ctx, i, layer, Z, None)
-            return Z
-        F0 = run([0] * d)  # exact ints: every context converts them
-        Fs = []
-        for k in range(d):
-            Fk = run([1 if i == k else 0 for i in range(d)])
-            Fs.append([[a - b for a, b in zip(r1, r0)] for r1, r0 in zip(Fk, F0)])
-        cached = (F0, Fs, model._analyse()[2])
+        base = ctx.constants_context()
+        bnum = model.numeric(base)
+        maps = bnum.attention_cache.get(key)
+        if maps is None:
+            with base.scope():
+                maps = _affine_prefix_maps(base, model, bnum, L)
+            bnum.attention_cache[key] = maps
+        if base is not ctx:
+            conv = lambda M: [[ctx.convert(v) for v in row] for row in M]
+            maps = (conv(maps[0]), [conv(F) for F in maps[1]])
+        cached = (maps[0], maps[1], model._analyse()[2])
         num.attention_cache[key] = cached
     F0, Fs, dep = cached
     xs = [ctx.convert(v) for v in x]
@@ -400,13 +400,62 @@ def _affine_prefix_value(ctx, model, num, L, x):
     return Z
 
 
+def _affine_prefix_maps(ctx, model, num, L):
+    """(F_0, [F_i]): the first L layers at x = 0 and x = e_i.  Each attention head's weights
+    (input independent in the prefix) are computed once and applied to every basis input, then
+    dropped, so memory stays at one head's matrix."""
+    d = len(model.embedding.E[0])
+    Zs = [embed(ctx, model, [1 if i == k else 0 for i in range(d)] if k >= 0 else [0] * d) for k in range(-1, d)]
+    for i in range(L):
+        layer = num.layers[i]
+        if layer[0] == "ffn":
+            Zs = [_ffn(ctx, i, layer, Z, None) for Z in Zs]
+            continue
+        _, kind, skip, tau, heads = layer
+        outs = [_skip_part(ctx, skip, Z) for Z in Zs]
+        for h, (WQ, WK, WV, WO) in enumerate(heads):
+            pi = num.attention_cache.get((i, h)) or _attention_matrix(ctx, kind, tau, WQ, WK, Zs[0])
+            for out, Z in zip(outs, Zs):
+                for r, crow in _head_output(ctx, pi, WV, WO, Z):
+                    out[r] = [a + b for a, b in zip(out[r], crow)]
+        Zs = outs
+    F0 = Zs[0]
+    return F0, [[[a - b for a, b in zip(r1, r0)] for r1, r0 in zip(Fk, F0)] for Fk in Zs[1:]]
+
+
+def _skip_part(ctx, skip, Z):
+    if ctx.is_zero(skip):
+        z = ctx.zero
+        return [[z] * len(Z[0]) for _ in Z]
+    return [[skip * v for v in row] for row in Z]
+
+
+def _head_output(ctx, pi, WV, WO, Z):
+    """``[(row, values)]``: the rows of ``W_O sum_k pi[j][k] W_V z_k`` that ``W_O`` can write."""
+    n = len(Z[0])
+    V = _matmul(ctx, WV, Z)  # d_v x n
+    # A[v][j] = sum_k pi[j][k] V[v][k]; skip exact zeros of V (most tokens carry no value).
+    A = []
+    zero = ctx.zero
+    for vrow in V:
+        nzk = [(k, vk) for k, vk in enumerate(vrow) if not ctx.is_zero(vk)]
+        arow = []
+        for j in range(n):
+            pij = pi[j]
+            if pij is None:  # a query row nobody reads
+                arow.append(zero)
+                continue
+            s = zero
+            for k, vk in nzk:
+                s = s + pij[k] * vk
+            arow.append(s)
+        A.append(arow)
+    return [(r, crow) for r, crow in enumerate(_matmul(ctx, WO, A)) if any(not ctx.is_zero(v) for v in WO[r])]
+
+
 def _attention(ctx, num, i, layer, Z, const, tr, rows=None):
     _, kind, skip, tau, heads = layer
-    n = len(Z[0])
-    if ctx.is_zero(skip):
-        out = [[ctx.zero] * n for _ in Z]
-    else:
-        out = [[skip * v for v in row] for row in Z]
+    out = _skip_part(ctx, skip, Z)
     pis = []
     for h, (WQ, WK, WV, WO) in enumerate(heads):
         key = (i, h)
@@ -416,31 +465,11 @@ def _attention(ctx, num, i, layer, Z, const, tr, rows=None):
             if const.get(key):
                 num.attention_cache[key] = pi
         pis.append(pi)
-        if const.get(key) == "output" and ("out", key) in num.attention_cache:
-            contrib = num.attention_cache[("out", key)]
-            for r, crow in contrib:
-                out[r] = [a + b for a, b in zip(out[r], crow)]
-            continue
-        V = _matmul(ctx, WV, Z)  # d_v x n
-        # A[v][j] = sum_k pi[j][k] V[v][k]; skip exact zeros of V (most tokens carry no value).
-        A = []
-        for vrow in V:
-            nzk = [(k, vk) for k, vk in enumerate(vrow) if not ctx.is_zero(vk)]
-            arow = []
-            for j in range(n):
-                pij = pi[j]
-                if pij is None:  # a query row nobody reads
-                    arow.append(ctx.zero)
-                    continue
-                s = ctx.zero
-                for k, vk in nzk:
-                    s = s + pij[k] * vk
-                arow.append(s)
-            A.append(arow)
-        contrib = [(r, crow) for r, crow in enumerate(_matmul(ctx, WO, A))
-                   if any(not ctx.is_zero(v) for v in WO[r])]
-        if const.get(key) == "output":  # neither scores nor values depend on the input
-            num.attention_cache[("out", key)] = contrib
+        contrib = num.attention_cache.get(("out", key)) if const.get(key) == "output" else None
+        if contrib is None:
+            contrib = _head_output(ctx, pi, WV, WO, Z)
+            if const.get(key) == "output":  # neither scores nor values depend on the input
+                num.attention_cache[("out", key)] = contrib
         for r, crow in contrib:
             out[r] = [a + b for a, b in zip(out[r], crow)]
     if tr is not None:
@@ -489,7 +518,16 @@ def _hardmax(ctx, scores):
     return row
 
 
-def _ffn(ctx, i, layer, Z, tr):
+def _ffn(ctx, i, layer, Z, tr, cols=None):
+    if cols is not None and len(cols) < len(Z[0]):
+        # token-wise: evaluate only the columns that can reach the output, zeros elsewhere
+        sub = _ffn(ctx, i, layer, [[row[j] for j in cols] for row in Z], tr)
+        zero = ctx.zero
+        full = [[zero] * len(Z[0]) for _ in sub]
+        for r, row in enumerate(sub):
+            for j, v in zip(cols, row):
+                full[r][j] = v
+        return full
     _, W1, b1, W2, b2, skip, pairs = layer
     n = len(Z[0])
     H = _matmul(ctx, W1, Z)
