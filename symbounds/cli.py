@@ -80,6 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     q.add_argument("--export", default=None, metavar="MODEL.json", help="write the model file")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
+    r = sub.add_parser("interp", help="build and prove Alcalde-Fantuzzi-Zuazua's exact sequence interpolation")
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", default=None, metavar="FILE.json", help="dataset file (exact numbers)")
+    src.add_argument("--random", default=None, metavar="N,n,d,m",
+                     help="seeded random dataset: N sequences of up to n tokens in R^d, up to m targets each")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random dataset and construction (default 0)")
+    r.add_argument("--attention", default="hardmax", choices=["hardmax", "softmax"],
+                   help="hardmax (proved in exact rationals) or softmax (Arb balls + exact)")
+    r.add_argument("--tau", default=None, help="softmax temperature (default 1/64)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument("--export", default=None, metavar="MODEL.json", help="write the model file")
+    r.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
     return p
 
 
@@ -150,6 +163,51 @@ def _pou(args) -> int:
     return res.exit_code
 
 
+#: ``--random`` limits: N * n tokens in all, and the dimension.
+INTERP_MAX_TOKENS = 2_000_000
+INTERP_MAX_D = 256
+
+
+def _interp(args) -> int:
+    from .interp import InterpOptions, as_json, render_text, run
+    from .io import atomic_write, export_model
+    from .papers.alcalde_data import DatasetError, load_dataset, random_dataset
+
+    if args.tau is not None and args.attention != "softmax":
+        raise UsageError("--tau applies to --attention softmax only")
+    tau = _number(args.tau, "--tau") if args.tau is not None else Fraction(1, 64)
+    if tau <= 0:
+        raise UsageError(f"--tau {args.tau}: must be positive")
+    for path in (args.out, args.export):
+        if path is not None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise UsageError(f"{path}: folder {folder} does not exist")
+    try:
+        if args.data is not None:
+            ds = load_dataset(args.data)
+        else:
+            parts = [p.strip() for p in args.random.split(",")]
+            if len(parts) != 4 or not all(p.isdigit() for p in parts):
+                raise UsageError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
+            N, n, d, m = (int(p) for p in parts)
+            if N < 1 or n < 1 or not (2 <= d <= INTERP_MAX_D) or not (1 <= m <= n) or N * n > INTERP_MAX_TOKENS:
+                raise UsageError(f"--random {args.random}: need N, n >= 1, 2 <= d <= {INTERP_MAX_D}, 1 <= m <= n "
+                                 f"and N*n <= {INTERP_MAX_TOKENS}")
+            ds = random_dataset(N, n, d, m, seed=args.seed)
+        res = run(ds, InterpOptions(attention=args.attention, tau=tau, seed=args.seed))
+    except DatasetError as e:
+        raise UsageError(str(e)) from None
+    text = json.dumps(as_json(res), indent=2) if args.json else render_text(res)
+    if args.export:
+        export_model(res.model, args.export)
+    if args.out:
+        atomic_write(args.out, text + "\n")
+    if not args.out or args.json:
+        print(text)
+    return res.exit_code
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     try:
@@ -158,6 +216,8 @@ def main(argv=None) -> int:
             raise UsageError("missing command (try: symbounds pou)")
         if args.command == "pou":
             return _pou(args)
+        if args.command == "interp":
+            return _interp(args)
         raise UsageError(f"unknown command {args.command!r}")
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

@@ -3,10 +3,11 @@
 ``CATALOGUE`` maps a short key to the module, written out by hand (no registration magic).
 """
 
-from . import shi_liao
+from . import alcalde, shi_liao
 
 CATALOGUE = {
     "shi_liao": shi_liao,
+    "alcalde": alcalde,
 }
 
-__all__ = ["CATALOGUE", "shi_liao"]
+__all__ = ["CATALOGUE", "alcalde", "shi_liao"]
