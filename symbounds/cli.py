@@ -59,14 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symbounds", description="Constructive Transformer proofs, checked in rigorous arithmetic.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     q = sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance")
-    q.add_argument("--d", type=int, default=1, help="input dimension (default 1)")
-    q.add_argument("--alpha", default="1", help="Hoelder exponent in (0, 1] (default 1)")
-    q.add_argument("--holder", default="2", help="Hoelder constant C_H > 0 (default 2)")
-    q.add_argument("--bound", default="2", help="sup-norm bound B > 0 of the target (default 2)")
-    q.add_argument("--eps", default="0.1", help="accuracy in (0, 1) (default 0.1)")
-    q.add_argument("--target", default=None, help="target g as an expression in x1..xd (default: a 2-Lipschitz sine)")
-    q.add_argument("--M", dest="M", default=None, help="replace the derived attention scale M")
-    q.add_argument("--Mg", dest="Mg", default=None, help="replace the derived partition scale M_g")
+    _add_instance_args(q)
     q.add_argument("--context", default="ball", choices=["ball", "mp", "fp", "all"],
                    help="set mpmath and/or float64 beside the certified (ball) values")
     q.add_argument("--prec", type=int, default=128, help="starting precision in bits (default 128)")
@@ -93,26 +86,55 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--export", default=None, metavar="MODEL.json", help="write the model file")
     r.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    c = sub.add_parser("certify", help="prove sup |T - g| <= eps over the whole cube, box by box")
+    _add_instance_args(c)
+    c.add_argument("--prec", type=int, default=128, help="precision of the box evaluations in bits (default 128)")
+    c.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    c.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="a Dask scheduler address (tcp://host:port) to spread boxes over (extra: dask)")
+    c.add_argument("--max-boxes", type=int, default=200_000, help="give up (undecided) after this many boxes")
+    c.add_argument("--out", default=None, metavar="CERT.json", help="write the certificate")
+    c.add_argument("--json", action="store_true", help="print a JSON summary")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    k = sub.add_parser("check", help="re-verify a certificate written by symbounds certify")
+    k.add_argument("certificate", metavar="CERT.json")
+    k.add_argument("--quiet", action="store_true", help="no progress bar")
+    s = sub.add_parser("sweep", help="a grid of instances (eps x d x targets) as one CSV/JSON table")
+    s.add_argument("--eps", default="0.2,0.1", help="comma-separated accuracies (default 0.2,0.1)")
+    s.add_argument("--d", default="1", help="comma-separated dimensions (default 1)")
+    s.add_argument("--target", action="append", default=[], metavar="EXPR",
+                   help="a target (repeatable); each is used for the dimensions whose variables it fits")
+    s.add_argument("--alpha", default="1", help="Hoelder exponent in (0, 1] (default 1)")
+    s.add_argument("--holder", default="2", help="Hoelder constant C_H (default 2)")
+    s.add_argument("--bound", default="2", help="sup-norm bound B (default 2)")
+    s.add_argument("--points", type=int, default=8, help="random sample points per instance (default 8)")
+    s.add_argument("--certify", action="store_true", help="also certify each instance over the whole cube")
+    s.add_argument("--workers", type=int, default=1, help="instances run in parallel processes (default 1)")
+    s.add_argument("--out", required=True, metavar="TABLE.csv", help="write TABLE.csv and TABLE.json")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
-def _pou(args) -> int:
-    from .io import atomic_write, export_model
+def _add_instance_args(q) -> None:
+    """The flags that define a [SL26] instance (shared by pou, certify)."""
+    q.add_argument("--d", type=int, default=1, help="input dimension (default 1)")
+    q.add_argument("--alpha", default="1", help="Hoelder exponent in (0, 1] (default 1)")
+    q.add_argument("--holder", default="2", help="Hoelder constant C_H > 0 (default 2)")
+    q.add_argument("--bound", default="2", help="sup-norm bound B > 0 of the target (default 2)")
+    q.add_argument("--eps", default="0.1", help="accuracy in (0, 1) (default 0.1)")
+    q.add_argument("--target", default=None, help="target g as an expression in x1..xd (default: a 2-Lipschitz sine)")
+    q.add_argument("--M", dest="M", default=None, help="replace the derived attention scale M")
+    q.add_argument("--Mg", dest="Mg", default=None, help="replace the derived partition scale M_g")
+
+
+def _instance(args):
+    """The [SL26] instance of the shared flags, validated (UsageError on bad input)."""
     from .papers import shi_liao as sl
-    from .pou import PouOptions, as_json, render_text, run
 
     if args.d < 1:
         raise UsageError(f"--d must be at least 1, got {args.d}")
     if args.d > 8:
         raise UsageError(f"--d {args.d}: dimensions above 8 need more than {sl.MAX_TOKENS} tokens")
-    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
-    if not (args.prec <= args.max_prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--max-prec {args.max_prec}: use between --prec and {MAX_PREC_LIMIT} bits")
-    if not (0 <= args.points <= 100000):
-        raise UsageError(f"--points {args.points}: use between 0 and 100000")
-    if args.grid is not None and not (1 <= args.grid <= 1000):
-        raise UsageError(f"--grid {args.grid}: use between 1 and 1000")
     num = lambda v, w: sympy.Rational(_number(v, w).numerator, _number(v, w).denominator)
     try:
         inst = sl.Instance(
@@ -125,34 +147,167 @@ def _pou(args) -> int:
         raise UsageError(f"--target: {e}") from None
     except ValueError as e:
         raise UsageError(str(e)) from None
-    at = tuple(_point(t, args.d) for t in args.at)
-    for path in (args.out, args.export):
+    return inst
+
+
+def _check_out_folders(*paths) -> None:
+    for path in paths:
         if path is not None:
             folder = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(folder):
                 raise UsageError(f"{path}: folder {folder} does not exist")
+
+
+class _Bar:
+    """A tqdm progress bar on a terminal; nothing under CI, --quiet or a pipe."""
+
+    def __init__(self, args, unit):
+        self.bar = None
+        if _show_progress(args):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, unit=unit, leave=False, file=sys.stderr)
+
+    def __call__(self, done, total, label=None):
+        if self.bar is not None:
+            self.bar.total = total
+            if label:
+                self.bar.set_description(label)
+            self.bar.n = done
+            self.bar.refresh()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _certify(args) -> int:
+    from .certify import CertifyOptions, certify_instance, write_certificate
+
+    inst = _instance(args)
+    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    if not (1 <= args.workers <= 256):
+        raise UsageError(f"--workers {args.workers}: use between 1 and 256")
+    if not (1 <= args.max_boxes <= 10**8):
+        raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
+    _check_out_folders(args.out)
+    bar = _Bar(args, "box")
+    try:
+        cert, res = certify_instance(
+            inst, CertifyOptions(prec=args.prec, workers=args.workers, scheduler=args.scheduler,
+                                 max_boxes=args.max_boxes), lambda done, total: bar(done, total, "boxes proved"))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    finally:
+        bar.close()
+    if args.out:
+        write_certificate(args.out, cert)
+    summary = {k: cert[k] for k in ("verdict", "d", "eps", "target", "max_bound", "counterexample", "seconds",
+                                    "boxes_evaluated")}
+    summary["boxes"] = len(cert["boxes"])
+    summary["undecided_boxes"] = len(cert["undecided_boxes"])
+    summary["assumptions"] = {a["id"]: a["verdict"] for a in cert["assumptions"]}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        mb = "-" if res.max_bound is None else f"{float(res.max_bound):.6g}"
+        print(f"symbounds certify: sup over [0,1]^{inst.d} of |T(x) - g(x)| <= {inst.eps}  (target {inst.target_text})")
+        print(f"  boxes: {len(res.boxes)} proved ({res.evaluated} evaluated), {len(res.undecided)} undecided")
+        print(f"  largest certified error bound: {mb}")
+        print(f"  assumptions on g (grid): " + ", ".join(f"{a['id']} {a['verdict']}" for a in cert["assumptions"]))
+        if res.counterexample:
+            print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), |T - g| = {res.counterexample['error']}")
+        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
+        print(f"verdict: {res.verdict}")
+    return {"proved": 0, "refuted": 1, "undecided": 3}[res.verdict]
+
+
+def _check(args) -> int:
+    from .certify import CertificateError, check_certificate, load_certificate
+
+    try:
+        cert = load_certificate(args.certificate)
+    except CertificateError as e:
+        raise UsageError(str(e)) from None
+    bar = _Bar(args, "box")
+    try:
+        info = check_certificate(cert, progress=lambda done, total: bar(done, total, "boxes re-checked"))
+    except CertificateError as e:
+        print(f"symbounds: certificate rejected: {e}", file=sys.stderr)
+        return 1
+    finally:
+        bar.close()
+    print(f"certificate valid: {info['boxes']} boxes cover [0,1]^{info['d']}, every box re-evaluated, "
+          f"sup |T - g| <= {float(Fraction(info['max_bound'])):.6g} <= eps = {info['eps']}")
+    return 0
+
+
+def _sweep(args) -> int:
+    from .papers import shi_liao as sl
+    from .sweep import parse_list, sweep, table_text, write_table
+
+    try:
+        eps_list = parse_list(args.eps, "--eps")
+        d_list = parse_list(args.d, "--d", int)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if any(not (1 <= d <= 8) for d in d_list):
+        raise UsageError("--d: dimensions must lie in 1..8")
+    if not (1 <= args.workers <= 256):
+        raise UsageError(f"--workers {args.workers}: use between 1 and 256")
+    targets = {}
+    for d in d_list:
+        fitting = []
+        for t in args.target:
+            try:
+                sl.Instance(d=d, target=t).target_expr()
+                fitting.append(t)
+            except ExprError:
+                continue
+        if args.target and not fitting:
+            raise UsageError(f"--target: no given target is an expression in x1..x{d}")
+        targets[d] = fitting or None
+    _check_out_folders(args.out)
+    bar = _Bar(args, "instance")
+    try:
+        rows = sweep(eps_list, d_list, targets, args.alpha, args.holder, args.bound, args.points, args.certify,
+                     args.workers, lambda done, total: bar(done, total))
+    except (ValueError, ExprError) as e:
+        raise UsageError(str(e)) from None
+    finally:
+        bar.close()
+    json_path = write_table(rows, args.out)
+    print(table_text(rows))
+    print(f"written: {args.out}, {json_path}")
+    return 0
+
+
+def _pou(args) -> int:
+    from .io import atomic_write, export_model
+    from .pou import PouOptions, as_json, render_text, run
+
+    inst = _instance(args)
+    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    if not (args.prec <= args.max_prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--max-prec {args.max_prec}: use between --prec and {MAX_PREC_LIMIT} bits")
+    if not (0 <= args.points <= 100000):
+        raise UsageError(f"--points {args.points}: use between 0 and 100000")
+    if args.grid is not None and not (1 <= args.grid <= 1000):
+        raise UsageError(f"--grid {args.grid}: use between 1 and 1000")
+    at = tuple(_point(t, args.d) for t in args.at)
+    _check_out_folders(args.out, args.export)
     opts = PouOptions(context=args.context, prec=args.prec, max_prec=args.max_prec, points=args.points,
                       grid=args.grid, seed=args.seed, at=at)
-    bar = None
-    progress = None
-    if _show_progress(args):
-        from tqdm import tqdm
-
-        bar = tqdm(total=0, unit="pt", leave=False, file=sys.stderr)
-
-        def progress(done, total, prec):
-            bar.total = total
-            bar.set_description(f"{prec} bits")
-            bar.n = done
-            bar.refresh()
+    bar = _Bar(args, "pt")
     try:
         try:
-            res = run(inst, opts, progress)
+            res = run(inst, opts, lambda done, total, prec: bar(done, total, f"{prec} bits"))
         except ValueError as e:
             raise UsageError(str(e)) from None
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     text = json.dumps(as_json(res), indent=2) if args.json else render_text(res)
     if args.export:
         export_model(res.model, args.export, res.prec)
@@ -216,6 +371,12 @@ def main(argv=None) -> int:
             raise UsageError("missing command (try: symbounds pou)")
         if args.command == "pou":
             return _pou(args)
+        if args.command == "certify":
+            return _certify(args)
+        if args.command == "check":
+            return _check(args)
+        if args.command == "sweep":
+            return _sweep(args)
         if args.command == "interp":
             return _interp(args)
         raise UsageError(f"unknown command {args.command!r}")

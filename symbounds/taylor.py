@@ -63,9 +63,13 @@ class TM:
         return U if self.r is None else U + self.r
 
     def range(self) -> flint.arb:
-        """A ball enclosing every value of the model over the box."""
+        """A ball enclosing every value of the model over the box (at the context's precision,
+        also when called outside ``scope()``)."""
         if self.g is None and self.r is None:
             return self.c
+        if flint.ctx.prec != self.ctx.prec:
+            with self.ctx.scope():
+                return self.c + flint.arb(0, self.dev().upper())
         return self.c + flint.arb(0, self.dev().upper())
 
     def is_const(self) -> bool:

@@ -375,11 +375,11 @@ def _affine_prefix_value(ctx, model, num, L, x):
     if cached is None:
         base = ctx.constants_context()
         bnum = model.numeric(base)
-        maps = bnum.attention_cache.get(key)
+        maps = bnum.attention_cache.get(("affine-maps", L))
         if maps is None:
             with base.scope():
                 maps = _affine_prefix_maps(base, model, bnum, L)
-            bnum.attention_cache[key] = maps
+            bnum.attention_cache[("affine-maps", L)] = maps
         if base is not ctx:
             conv = lambda M: [[ctx.convert(v) for v in row] for row in M]
             maps = (conv(maps[0]), [conv(F) for F in maps[1]])

@@ -1,0 +1,172 @@
+"""Whole-domain certificates: proved where they should be, never for a broken network or target,
+and `symbounds check` rejects every kind of edit."""
+
+import csv
+import json
+import math
+from dataclasses import replace
+from fractions import Fraction as F
+
+import pytest
+
+from symbounds.certify import (Box, CertifyOptions, boxes_cover_cube, certify_instance, certify_model,
+                               check_certificate, CertificateError)
+from symbounds.cli import main
+from symbounds.io import model_to_json
+from symbounds.papers import shi_liao as sl
+
+SMALL = dict(alpha="1/2", C_H="1/2", B="1/4", eps="1/2", target="sin(x1)/4")  # P = 8
+SMALL_FLAGS = ["--alpha", "1/2", "--holder", "1/2", "--bound", "1/4", "--eps", "1/2", "--target", "sin(x1)/4"]
+
+
+@pytest.fixture(scope="module")
+def small_cert():
+    cert, res = certify_instance(sl.Instance(**SMALL), CertifyOptions())
+    return cert, res
+
+
+def test_d1_certificate_at_the_default_instance_is_proved():
+    cert, res = certify_instance(sl.Instance(), CertifyOptions())
+    assert res.verdict == "proved" and not res.undecided and res.counterexample is None
+    assert 0 < res.max_bound <= F(1, 10)
+    # the boxes tile [0,1]: lengths add up to exactly 1, and each bound is at most eps
+    assert sum(b.hi[0] - b.lo[0] for b, _ in res.boxes) == 1
+    assert all(bd <= F(1, 10) for _, bd in res.boxes)
+    # the certified bound is a bound: the error at every box centre (in balls) is below it
+    from symbounds.certify import point_error
+
+    model = sl.build(sl.constants(sl.Instance()))
+    g = sl.Instance().target_expr()
+    for b, bd in res.boxes[::25]:
+        err = point_error(model, g, 1, b.centre, 128)
+        assert err.upper() <= float(bd) + 1e-30
+
+
+def test_small_certificate_checks(small_cert):
+    cert, res = small_cert
+    assert res.verdict == "proved"
+    info = check_certificate(cert)
+    assert info["boxes"] == len(cert["boxes"]) and info["d"] == 1
+
+
+def test_tampered_model_is_not_certified():
+    inst = sl.Instance(**SMALL)
+    K = sl.constants(inst)
+    model = sl.build(K)
+    mj = model_to_json(model, 192)
+    # shift one centre's value g(c_h) by 1: the network is off by ~1 near that centre
+    mj["layers"][0]["heads"][3]["W_V"][1][K.d] = str(F(mj["layers"][0]["heads"][3]["W_V"][1][K.d]) + 1)
+    res = certify_model(mj, inst.target_text, 1, inst.eps, CertifyOptions())
+    assert res.verdict == "refuted" and res.counterexample is not None
+
+
+def test_violated_hoelder_constant_is_never_proved():
+    # g = sin(8 x)/2 has Lipschitz constant 4 > C_H = 2: the grid check refutes the assumption
+    cert, res = certify_instance(sl.Instance(target="sin(8*x1)/2"), CertifyOptions(max_boxes=3000))
+    assert res.verdict in ("refuted", "undecided")
+    assert {a["id"]: a["verdict"] for a in cert["assumptions"]}["A2"] == "refuted"
+
+
+def test_workers_give_the_same_certificate(small_cert):
+    cert, _ = small_cert
+    cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(workers=2))
+    assert res2.verdict == "proved"
+    assert cert2["boxes"] == cert["boxes"] and cert2["max_bound"] == cert["max_bound"]
+
+
+def test_dask_local_cluster_on_loopback(small_cert):
+    import distributed  # the "dask" extra is part of the dev install: a missing one fails here
+
+    cert, _ = small_cert
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(scheduler=cluster.scheduler_address))
+    assert res2.verdict == "proved"
+    assert cert2["boxes"] == cert["boxes"]
+
+
+def test_boxes_cover_cube():
+    B = lambda lo, hi: Box(tuple(map(F, lo)), tuple(map(F, hi)))
+    halves = [B((0, 0), (F(1, 2), 1)), B((F(1, 2), 0), (1, F(1, 3))), B((F(1, 2), F(1, 3)), (1, 1))]
+    assert boxes_cover_cube(halves, 2)
+    holed = [B((0, 0), (F(1, 2), 1)), B((F(1, 2), 0), (1, F(1, 3))), B((F(1, 2), F(1, 2)), (1, 1))]
+    assert not boxes_cover_cube(holed, 2)
+    overlapping = [B((0, 0), (F(2, 3), 1)), B((F(1, 3), 0), (1, 1))]
+    assert boxes_cover_cube(overlapping, 2)
+    assert not boxes_cover_cube([B((0,), (F(1, 2),)), B((F(3, 5),), (1,))], 1)
+    assert boxes_cover_cube([B((0,), (F(3, 5),)), B((F(1, 2),), (1,))], 1)
+
+
+# ------------------------------------------------------------------------------------------
+# the command line: certify, then check an untouched and several edited certificates
+
+
+@pytest.fixture(scope="module")
+def cert_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cert") / "cert.json"
+    assert main(["certify", *SMALL_FLAGS, "--quiet", "--out", str(path)]) == 0
+    return path
+
+
+def _edit(cert_file, tmp_path, edit):
+    data = json.loads(cert_file.read_text())
+    edit(data)
+    out = tmp_path / "edited.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def _set_model_weight(c):
+    row = c["model"]["layers"][0]["heads"][2]["W_V"][1]
+    row[1] = str(F(row[1]) + F(1, 10**6))
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda c: c["boxes"][3].__setitem__("bound", "1/1000000"), "recomputed bound"),
+    (lambda c: c["boxes"].pop(5), "do not cover"),
+    (lambda c: c["boxes"][7]["hi"].__setitem__(0, c["boxes"][7]["lo"][0]), "not a non-empty box"),
+    (lambda c: c.__setitem__("eps", "1/100"), "disagrees"),
+    (lambda c: c.__setitem__("max_bound", "1/100"), "max_bound"),
+    (_set_model_weight, "digest"),
+    (lambda c: c.__setitem__("target", "sin(x1)/4 + 1/1000"), "not the construction"),
+    (lambda c: c.__setitem__("verdict", "undecided"), "verdict"),
+    (lambda c: c.__setitem__("format", "other/1"), "format"),
+])
+def test_check_rejects_edited_certificates(cert_file, tmp_path, capsys, edit, reason):
+    assert main(["check", str(cert_file)]) == 0
+    capsys.readouterr()
+    bad = _edit(cert_file, tmp_path, edit)
+    code = main(["check", str(bad)])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert len(err.splitlines()) == 1 and reason in err, err
+
+
+def test_check_bad_file_is_bad_input(tmp_path, capsys):
+    p = tmp_path / "x.json"
+    p.write_text("{not json")
+    assert main(["check", str(p)]) == 2
+    assert main(["check", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("symbounds: error:") for line in err)
+
+
+def test_certify_cli_refuted_exit_code(capsys):
+    code = main(["certify", "--target", "sin(8*x1)/2", "--quiet", "--max-boxes", "2000"])
+    assert code in (1, 3)
+    assert "verdict: proved" not in capsys.readouterr().out
+
+
+def test_sweep_writes_csv_and_json(tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    code = main(["sweep", "--eps", "1/2,1/4", "--d", "1", "--holder", "1", "--bound", "1", "--target", "sin(x1)/2",
+                 "--points", "1", "--certify", "--out", str(out), "--quiet"])
+    assert code == 0
+    rows = list(csv.DictReader(out.open()))
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert [r["eps"] for r in rows] == ["1/2", "1/4"] == [r["eps"] for r in data["rows"]]
+    for r in rows:
+        eps = F(r["eps"])
+        assert int(r["P"]) == math.ceil(1 / (2 * (eps / 4)))  # m = ceil(sqrt(d) / (2 r_g)), r_g = eps/(4 C_H)
+        assert r["claims"] == "proved" and r["certificate"] == "proved"
+        assert float(r["measured_max_error"]) <= float(r["certified_error"]) <= float(eps)
