@@ -456,28 +456,17 @@ def test_interp_run_json_and_text():
 
 
 def _rerun_with_fractions(path, X):
-    """The README's few lines: re-run an exported hardmax model with Python's fractions only."""
-    m = json.load(open(path))
-    Fr = lambda s: F(s)
-    mv = lambda M, x: [sum((Fr(a) * b for a, b in zip(row, x)), F(0)) for row in M]
-    Z = [list(x) for x in X]  # tokens
-    for L in m["layers"]:
-        if L["type"] == "ffn":
-            Z = [[Fr(L["skip"]) * a + b + Fr(c) for a, b, c in
-                  zip(z, mv(L["W2"], [max(F(0), h + Fr(bb)) for h, bb in zip(mv(L["W1"], z), L["b1"])]), L["b2"])]
-                 for z in Z]
-        else:
-            out = [[Fr(L["skip"]) * a for a in z] for z in Z]
-            for H in L["heads"]:
-                q = [mv(H["W_Q"], z) for z in Z]
-                k = [mv(H["W_K"], z) for z in Z]
-                v = [mv(H["W_O"], mv(H["W_V"], z)) for z in Z]
-                for i in range(len(Z)):
-                    s = [sum(a * b for a, b in zip(q[i], kl)) for kl in k]
-                    win = [l for l in range(len(Z)) if s[l] == max(s)]
-                    out[i] = [o + sum(v[l][r] for l in win) / len(win) for r, o in enumerate(out[i])]
-            Z = out
-    return {tuple(z) for z in Z}
+    """The README's few lines (executed from the README itself): re-run an exported hardmax model
+    with Python's fractions only."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    m = re.search(r"<!-- readme-snippet: fractions-rerun -->\s*```python\n(.*?)```", readme, re.S)
+    assert m, "README lost its fractions snippet"
+    namespace = {}
+    exec(compile(m.group(1), "README.md", "exec"), namespace)  # our own README, not user input
+    return namespace["rerun"](path, X)
 
 
 def test_exported_model_reruns_with_plain_fractions(tmp_path):
