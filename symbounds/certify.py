@@ -356,15 +356,10 @@ def _req(obj, key, what="certificate"):
 
 
 def load_certificate(path: str) -> dict:
+    from .io import read_json_file
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f, parse_float=_no_float, parse_constant=_no_float)
-    except OSError as e:
-        raise CertificateError(f"{path}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CertificateError(f"{path}: not valid JSON ({str(e).splitlines()[0]})") from None
-    except RecursionError:
-        raise CertificateError(f"{path}: JSON nested too deeply") from None
+        return read_json_file(path, CertificateError, _no_float, _no_float)
     except ModelFileError as e:
         raise CertificateError(str(e)) from None
 

@@ -33,7 +33,8 @@ import sympy
 from .contexts import BallContext
 from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
 
-__all__ = ["FORMAT", "ModelFileError", "export_model", "model_to_json", "load_model", "atomic_write", "parse_number"]
+__all__ = ["FORMAT", "ModelFileError", "export_model", "model_to_json", "load_model", "atomic_write", "parse_number",
+           "read_json_file"]
 
 FORMAT = "symbounds-transformer/1"
 
@@ -161,21 +162,27 @@ def _index(obj, what, limit):
     return obj
 
 
-def load_model(path: str) -> Transformer:
-    """Read a ``symbounds-transformer/1`` file into a :class:`Transformer` with exact weights."""
+def read_json_file(path: str, error, parse_float=None, parse_constant=None, max_size: int = _MAX_FILE):
+    """``json.load`` of a user's file, every failure turned into one-line ``error(message)``:
+    unreadable, too large, not JSON, nested too deeply; ``parse_float``/``parse_constant`` decide
+    what JSON floats and NaN/Infinity become (or raise ``error``)."""
     try:
         size = os.path.getsize(path)
-        if size > _MAX_FILE:
-            raise ModelFileError(f"{path}: file too large ({size} bytes)")
+        if size > max_size:
+            raise error(f"{path}: file too large ({size} bytes)")
         with open(path, encoding="utf-8") as f:
-            data = json.load(f, parse_float=_reject_float, parse_constant=_reject_float)
+            return json.load(f, parse_float=parse_float, parse_constant=parse_constant)
     except OSError as e:
-        raise ModelFileError(f"{path}: {e.strerror or e}") from None
+        raise error(f"{path}: {e.strerror or e}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ModelFileError(f"{path}: not valid JSON ({str(e).splitlines()[0]})") from None
+        raise error(f"{path}: not valid JSON ({str(e).splitlines()[0]})") from None
     except RecursionError:
-        raise ModelFileError(f"{path}: JSON nested too deeply") from None
-    return model_from_json(data)
+        raise error(f"{path}: JSON nested too deeply") from None
+
+
+def load_model(path: str) -> Transformer:
+    """Read a ``symbounds-transformer/1`` file into a :class:`Transformer` with exact weights."""
+    return model_from_json(read_json_file(path, ModelFileError, _reject_float, _reject_float))
 
 
 def _reject_float(text):

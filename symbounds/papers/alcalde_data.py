@@ -23,8 +23,6 @@ Paper symbols: ``X^j = (x^j_1..x^j_{n_j})`` is ``Dataset.inputs[j]``, ``Y^j`` is
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
 from dataclasses import dataclass
@@ -175,19 +173,9 @@ def _reject_constant(text):
 
 def load_dataset(path: str) -> Dataset:
     """Read and validate a dataset file (JSON decimals are read exactly from their text)."""
-    try:
-        size = os.path.getsize(path)
-        if size > _MAX_FILE:
-            raise DatasetError(f"{path}: file too large ({size} bytes)")
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f, parse_float=Fraction, parse_constant=_reject_constant)
-    except OSError as e:
-        raise DatasetError(f"{path}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{path}: not valid JSON ({str(e).splitlines()[0]})") from None
-    except RecursionError:
-        raise DatasetError(f"{path}: JSON nested too deeply") from None
-    return dataset_from_json(data)
+    from ..io import read_json_file
+
+    return dataset_from_json(read_json_file(path, DatasetError, Fraction, _reject_constant, _MAX_FILE))
 
 
 def _num(v: Fraction):
