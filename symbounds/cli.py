@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     q = sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance")
     _add_instance_args(q)
+    q.add_argument("--manifold", default=None, choices=["circle", "sphere", "torus", "curve"],
+                   help="inputs on an exactly embedded manifold instead of the cube (SPEC A.7)")
+    q.add_argument("--ambient", type=int, default=None,
+                   help="ambient dimension of the manifold (default: circle 2, sphere 3, torus 4, curve 10)")
+    q.add_argument("--radius", default=None, help="radius of the manifold (default by manifold)")
     q.add_argument("--context", default="ball", choices=["ball", "mp", "fp", "all"],
                    help="set mpmath and/or float64 beside the certified (ball) values")
     q.add_argument("--prec", type=int, default=128, help="starting precision in bits (default 128)")
@@ -99,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="re-verify a certificate written by symbounds certify")
     k.add_argument("certificate", metavar="CERT.json")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
+    from .rate import add_rate_arguments
+
+    add_rate_arguments(sub.add_parser(
+        "rate", help="the generalisation bound of [SL26]: eps(n), P, parameters, covering number, risk"))
     s = sub.add_parser("sweep", help="a grid of instances (eps x d x targets) as one CSV/JSON table")
     s.add_argument("--eps", default="0.2,0.1", help="comma-separated accuracies (default 0.2,0.1)")
     s.add_argument("--d", default="1", help="comma-separated dimensions (default 1)")
@@ -117,19 +126,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_instance_args(q) -> None:
     """The flags that define a [SL26] instance (shared by pou, certify)."""
-    q.add_argument("--d", type=int, default=1, help="input dimension (default 1)")
-    q.add_argument("--alpha", default="1", help="Hoelder exponent in (0, 1] (default 1)")
-    q.add_argument("--holder", default="2", help="Hoelder constant C_H > 0 (default 2)")
-    q.add_argument("--bound", default="2", help="sup-norm bound B > 0 of the target (default 2)")
-    q.add_argument("--eps", default="0.1", help="accuracy in (0, 1) (default 0.1)")
+    q.add_argument("--d", type=int, default=None, help="input dimension (default 1)")
+    q.add_argument("--alpha", default=None, help="Hoelder exponent in (0, 1] (default 1)")
+    q.add_argument("--holder", default=None, help="Hoelder constant C_H > 0 (default 2; manifold: its target's)")
+    q.add_argument("--bound", default=None, help="sup-norm bound B > 0 of the target (default 2; manifold: its target's)")
+    q.add_argument("--eps", default=None, help="accuracy in (0, 1) (default 0.1; manifold: by manifold)")
     q.add_argument("--target", default=None, help="target g as an expression in x1..xd (default: a 2-Lipschitz sine)")
     q.add_argument("--M", dest="M", default=None, help="replace the derived attention scale M")
     q.add_argument("--Mg", dest="Mg", default=None, help="replace the derived partition scale M_g")
 
 
+_CUBE_DEFAULTS = {"d": 1, "alpha": "1", "holder": "2", "bound": "2", "eps": "0.1"}
+
+
+def _manifold_instance(args):
+    """``pou --manifold``: flags left out take the manifold's defaults (SPEC A.7)."""
+    from .papers.manifolds import instance_from_args
+
+    try:
+        return instance_from_args(args)
+    except ExprError as e:
+        raise UsageError(f"--target: {e}") from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _rate(args) -> int:
+    from .rate import run_rate
+
+    try:
+        return run_rate(args)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
 def _instance(args):
     """The [SL26] instance of the shared flags, validated (UsageError on bad input)."""
     from .papers import shi_liao as sl
+
+    if getattr(args, "manifold", None) is not None:
+        return _manifold_instance(args)
+    for k, v in _CUBE_DEFAULTS.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
 
     if args.d < 1:
         raise UsageError(f"--d must be at least 1, got {args.d}")
@@ -296,7 +335,13 @@ def _pou(args) -> int:
         raise UsageError(f"--points {args.points}: use between 0 and 100000")
     if args.grid is not None and not (1 <= args.grid <= 1000):
         raise UsageError(f"--grid {args.grid}: use between 1 and 1000")
-    at = tuple(_point(t, args.d) for t in args.at)
+    if args.manifold is None:
+        at = tuple(_point(t, args.d) for t in args.at)
+    else:
+        try:
+            at = tuple(inst.check_point(_point(t, inst.man.ambient)) for t in args.at)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     _check_out_folders(args.out, args.export)
     opts = PouOptions(context=args.context, prec=args.prec, max_prec=args.max_prec, points=args.points,
                       grid=args.grid, seed=args.seed, at=at)
@@ -377,6 +422,8 @@ def main(argv=None) -> int:
             return _check(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "rate":
+            return _rate(args)
         if args.command == "interp":
             return _interp(args)
         raise UsageError(f"unknown command {args.command!r}")

@@ -387,7 +387,7 @@ class MPContext(Context):
         return self._mp.mpf(p) / q if q != 1 else self._mp.mpf(p)
 
     def _convert_native(self, v):
-        if isinstance(v, mpmath.mpf):
+        if hasattr(v, "_mpf_"):  # an mpf of any mpmath context (each context has its own class)
             return self._mp.mpf(v)
         raise TypeError(f"cannot convert {type(v).__name__} to mpf")
 

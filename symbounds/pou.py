@@ -35,6 +35,7 @@ class PouOptions:
     seed: int = 0
     at: tuple = ()  # user points (tuples of Fractions), also checked as sample points
     assumptions: bool = True
+    whole: bool = True  # manifolds only: also certify L7 over the whole manifold (L7.M)
 
     def __post_init__(self):
         if self.context not in ("ball", "mp", "fp", "all"):
@@ -55,6 +56,7 @@ class PouResult:
     evidence: dict = field(default_factory=dict)  # context name -> list[ClaimResult]
     comparisons: dict = field(default_factory=dict)  # context name -> (claims, quantities)
     timings: dict = field(default_factory=dict)
+    whole: dict = field(default_factory=dict)  # manifolds: the L7.M run (boxes, bound, status)
 
     @property
     def exit_code(self) -> int:
@@ -69,7 +71,7 @@ def constants_json(K: sl.Constants, model, ctx: BallContext) -> dict:
     digits = min(digits, 40)
     with ctx.scope():
         for name, v in K.table().items():
-            if isinstance(v, sympy.Basic) and v.is_Rational:
+            if isinstance(v, sympy.Basic) and (v.is_Rational or v.is_Symbol):
                 out[name] = str(v)
             else:
                 out[name] = ctx.from_sympy(v, env=env).mid().str(digits, radius=False)
@@ -78,7 +80,7 @@ def constants_json(K: sl.Constants, model, ctx: BallContext) -> dict:
         out["params_nonzero"] = str(nonzero)
         out["max_weight"] = max_weight(model, ctx).str(digits, radius=False)
         out["max_weight_paper_order"] = ctx.from_sympy(
-            K.inst.eps ** (-2 * K.d / K.inst.alpha) * sympy.log(1 / K.inst.eps)
+            K.inst.eps ** (-2 * K.d_int / K.inst.alpha) * sympy.log(1 / K.inst.eps)
         ).mid().str(digits, radius=False)
     return out
 
@@ -108,14 +110,24 @@ def _point_values(ctx, K, model, x):
         return T, g, ctx.abs(T - g)
 
 
-def run(inst: sl.Instance, opts: PouOptions | None = None, progress=None) -> PouResult:
-    """Build, certify and compare.  ``progress(done, total, prec)`` is called after each sample point."""
+def run(inst, opts: PouOptions | None = None, progress=None) -> PouResult:
+    """Build, certify and compare.  ``progress(done, total, prec)`` is called after each sample point.
+
+    ``inst`` is a cube :class:`~symbounds.papers.shi_liao.Instance` or a
+    :class:`~symbounds.papers.manifolds.ManifoldInstance` (sample points then lie on the manifold;
+    ``opts.grid`` does not apply; ``opts.at`` points are evaluated and checked as given).
+    """
     opts = opts or PouOptions()
     t0 = time.perf_counter()
-    K = sl.constants(inst)
+    on_cube = isinstance(inst, sl.Instance)
+    K = sl.constants(inst) if on_cube else inst.constants()
     model = sl.build(K)
     t_build = time.perf_counter() - t0
-    points = sl.sample_points(inst.d, opts.grid, opts.points, opts.seed) + [tuple(p) for p in opts.at]
+    if on_cube:
+        points = sl.sample_points(inst.d, opts.grid, opts.points, opts.seed)
+    else:
+        points = inst.sample_points(opts.points, opts.seed)
+    points += [tuple(p) for p in opts.at]
 
     def measure(ctx):
         tick = None
@@ -145,6 +157,13 @@ def run(inst: sl.Instance, opts: PouOptions | None = None, progress=None) -> Pou
                         "error": ball.to_str(err, 10)})
     res = PouResult(inst, K, model, sym + results, prec, len(points), max_error, constants_json(K, model, ball), pts)
     res.timings = {"build": t_build, "ball": t_ball}
+    if not on_cube and opts.whole:
+        from .papers.manifold_certify import certify_on_manifold
+
+        claim, info = certify_on_manifold(K, model, prec)
+        res.claims.append(decide(BallContext(prec), claim))
+        res.whole = info
+        res.timings["whole"] = info["seconds"]
     others = {"ball": [], "mp": ["mp"], "fp": ["fp"], "all": ["mp", "fp"]}[opts.context]
     ball_named = named_quantities(last)
     for name in others:
@@ -158,6 +177,10 @@ def run(inst: sl.Instance, opts: PouOptions | None = None, progress=None) -> Pou
             compare_quantities(ball, ball_named, ctx, named_quantities(measured)),
         )
     return res
+
+
+def _short(text: str, n: int = 100) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _verdict_word(code: int) -> str:
@@ -178,6 +201,8 @@ def as_json(res: PouResult) -> dict:
         "points": res.points,
         "timings": {k: round(v, 3) for k, v in res.timings.items()},
     }
+    if res.whole:
+        out["whole_manifold"] = {k: v for k, v in res.whole.items() if k != "seconds"}
     for name, ev in res.evidence.items():
         claims_cmp, quantities = res.comparisons[name]
         out[{"fp": "float64", "mp": "mpmath"}[name]] = {
@@ -189,9 +214,14 @@ def as_json(res: PouResult) -> dict:
 
 def render_text(res: PouResult) -> str:
     inst, K = res.instance, res.K
+    if not isinstance(inst, sl.Instance):  # a manifold
+        head = f"instance  {inst.label()}  target: {_short(inst.inst.target_text)}"
+        inst = inst.inst
+    else:
+        head = None
     lines = [
         "symbounds pou: Shi & Liao, softmax partition of unity (two-block Transformer)",
-        f"instance  d={inst.d}  alpha={inst.alpha}  C_H={inst.C_H}  B={inst.B}  eps={inst.eps}"
+        head or f"instance  d={inst.d}  alpha={inst.alpha}  C_H={inst.C_H}  B={inst.B}  eps={inst.eps}"
         f"  target: {inst.target_text}"
         + (f"  M={inst.M} (user)" if inst.M is not None else "")
         + (f"  M_g={inst.M_g} (user)" if inst.M_g is not None else ""),
@@ -207,6 +237,11 @@ def render_text(res: PouResult) -> str:
         if c.lhs or c.rhs:
             lines.append(f"        lhs {c.lhs}   rhs {c.rhs}")
     lines += ["", f"max |T(x) - g(x)| over the sample points: {res.max_error}"]
+    if res.whole:
+        w = res.whole
+        lines.append(f"over the whole manifold ({w['boxes']} boxes): {w['status']}, largest box bound "
+                     f"{w['max_bound']:.6g}" + (f", counterexample at angles/pi {w['counterexample_angles_over_pi']}"
+                                                if w["counterexample_angles_over_pi"] else ""))
     for p in res.points:
         lines.append(f"  at x = ({', '.join(p['x'])}):  T = {p['T']}  g = {p['g']}  |T-g| = {p['error']}")
     for name in res.comparisons:

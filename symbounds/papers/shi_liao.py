@@ -27,6 +27,11 @@ row 1 holds ``g~``), ``d`` constant, ``d+1`` indicator, ``d+2, d+3`` position
 ``p_j = (sin theta_j, cos theta_j)``.  Layers: 0 attention (``P + 2`` heads), 1 feed-forward,
 2 attention (one head), 3 feed-forward.  No skip connections.
 
+Domains: ``constants(inst)`` builds the cube grid and calls ``constants_from(inst, centres, r_g,
+P_paper)``, which accepts any exact centres in ``[0,1]^{inst.d}``; with ``domain=`` (a manifold,
+``papers/manifolds.py``) the covering claim, E1, the size bound and the assumption checks come from
+the domain, and ``K.d`` is the ambient input dimension while ``K.d_int`` is the intrinsic one.
+
 The eta and lambda weights are written in the max-shifted form ``exp(M (cos theta_k - 1))``:
 mathematically the same numbers as ``e^M / S(M)``, and the form a float64 implementation uses.
 """
@@ -59,6 +64,7 @@ __all__ = [
     "sample_points",
     "MAX_TOKENS",
     "ROWS",
+    "constants_from",
 ]
 
 #: Largest grid the command accepts (layer 1 has P + 2 heads of P x P attention).
@@ -230,10 +236,20 @@ class Constants:
     g_centres: list
     M_derived: sympy.Expr = None
     M_g_derived: sympy.Expr = None
+    #: ``None`` for the cube; otherwise the input domain (a manifold, ``symbounds.papers.manifolds``)
+    #: which supplies the covering claim, the near-field claim E1, the size bound ``P_paper`` and
+    #: the checks of the target's assumptions on that domain.
+    domain: object = None
 
     @property
     def d(self) -> int:
+        """The input dimension (rows ``0..d-1``): ``d`` on the cube, the ambient ``D̄`` on a manifold."""
         return self.inst.d
+
+    @property
+    def d_int(self) -> int:
+        """The intrinsic dimension that drives ``r_g`` and ``P``: ``d`` on the cube."""
+        return self.inst.d if self.domain is None else self.domain.d
 
     @property
     def D(self) -> int:
@@ -255,6 +271,9 @@ class Constants:
         t = {"r_g": self.r_g, "m": Integer(self.m), "P": Integer(self.P), "P_paper": self.P_paper}
         t.update({str(s): e for s, e in self.defs.items()})
         t.update({"D": Integer(D), "d_ff": Integer(2 * D), "heads_1": Integer(self.P + 2), "heads_2": Integer(1)})
+        if self.domain is not None:
+            del t["m"]
+            t.update(self.domain.table())
         return t
 
 
@@ -277,8 +296,7 @@ def _ceiling_exact(expr) -> int:
 
 def constants(inst: Instance) -> Constants:
     """Every constant of SPEC A.3 at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales."""
-    d, alpha, C_H, B, eps = inst.d, inst.alpha, inst.C_H, inst.B, inst.eps
-    g = inst.target_expr()
+    d, alpha, C_H, eps = inst.d, inst.alpha, inst.C_H, inst.eps
     r_g = (eps / (4 * C_H)) ** (1 / alpha)
     m = _ceiling_exact(sympy.sqrt(d) / (2 * r_g))
     P = m**d
@@ -290,6 +308,29 @@ def constants(inst: Instance) -> Constants:
     if P < 2:
         raise ValueError("the grid has a single centre (P = 1); lower eps or raise the Hoelder constant")
     P_paper = Integer(d) ** Rational(d, 2) * (8 * C_H) ** (d / alpha) * eps ** (-d / alpha)
+    centres = [
+        tuple(Rational(2 * i - 1, 2 * m) for i in idx) for idx in itertools.product(range(1, m + 1), repeat=d)
+    ]
+    return constants_from(inst, centres, r_g, P_paper, m=m)
+
+
+def constants_from(inst: Instance, centres: list, r_g, P_paper, m: int = 0, domain=None) -> Constants:
+    """The constants of SPEC A.3 for given exact centres ``c_1..c_P`` in ``[0,1]^{inst.d}``.
+
+    ``r_g`` is the covering radius the centres were chosen for (the cube grid's, or a manifold
+    net's), ``P_paper`` the paper's size bound to set ``P`` against.  ``M_g``, ``M`` and the
+    attention constants follow A.3 with the input dimension ``inst.d`` (``|T_h(x)| <= 3 d M_g``
+    on ``[0,1]^d`` is what the leakage bound uses, so on a manifold it is the ambient ``D̄``).
+    """
+    d, B, eps = inst.d, inst.B, inst.eps
+    g = inst.target_expr()
+    P = len(centres)
+    if P > MAX_TOKENS:
+        raise ValueError(f"the net needs P = {P} tokens, above the limit {MAX_TOKENS}; raise eps")
+    if P < 2:
+        raise ValueError("a single centre (P = 1); lower eps or raise the Hoelder constant")
+    if any(len(c_) != d for c_ in centres):
+        raise ValueError(f"every centre needs {d} coordinates")
     M_g, c, M, emcM, eta, lam, w_ind = (SYM[k] for k in ("M_g", "c", "M", "emcM", "eta", "lambda", "w_ind"))
     M_g_derived = sympy.log(8 * B * P / eps) / (3 * r_g**2)
     M_derived = sympy.log(4 * (P - 1) * B * (36 * d * M_g + 2) / eps) / c
@@ -305,14 +346,12 @@ def constants(inst: Instance) -> Constants:
     }
     defs[w_ind] = 1 / (eta - 2 * emcM)
     xs = variables(d)
-    centres = [
-        tuple(Rational(2 * i - 1, 2 * m) for i in idx) for idx in itertools.product(range(1, m + 1), repeat=d)
-    ]
+    centres = [tuple(Rational(v) for v in c_) for c_ in centres]
     g_centres = [g.subs(dict(zip(xs, c_))) for c_ in centres]
     for c_, gc in zip(centres, g_centres):
         if gc.has(sympy.I, sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or gc.is_extended_real is False:
             raise ValueError(f"the target is not a finite real number at the centre ({', '.join(map(str, c_))})")
-    return Constants(inst, g, r_g, m, P, P_paper, defs, centres, g_centres, M_derived, M_g_derived)
+    return Constants(inst, g, r_g, m, P, P_paper, defs, centres, g_centres, M_derived, M_g_derived, domain)
 
 
 # ------------------------------------------------------------------------------------------
@@ -623,15 +662,21 @@ def constant_claims(K: Constants, model: Transformer) -> list[tuple]:
     inst = K.inst
     M_g, emcM = SYM["M_g"], SYM["emcM"]
     dense, _ = model.count_parameters()
+    shared = {
+        "E2": ("E2", "far tail: 2 B P exp(-3 M_g r_g^2) <= eps/4", 2 * inst.B * P * sympy.exp(-3 * M_g * K.r_g**2),
+               inst.eps / 4, "budget"),
+        "E3": ("E3", "leakage: 2(P-1)B e^{-cM} + B(exp(12 d (P-1) M_g e^{-cM}) - 1) <= eps/4",
+               2 * (P - 1) * inst.B * emcM + inst.B * (sympy.exp(12 * d * (P - 1) * M_g * emcM) - 1), inst.eps / 4,
+               "budget"),
+    }
+    if K.domain is not None:
+        return K.domain.constant_claims(K, dense, shared)
     return [
         ("E0", "grid covers the cube: sqrt(d)/(2m) <= r_g", sympy.sqrt(d) / (2 * m), K.r_g, "budget"),
         ("E1", "Hoelder part: C_H (2 r_g)^alpha <= eps/2", inst.C_H * (2 * K.r_g) ** inst.alpha, inst.eps / 2,
          "budget"),
-        ("E2", "far tail: 2 B P exp(-3 M_g r_g^2) <= eps/4", 2 * inst.B * P * sympy.exp(-3 * M_g * K.r_g**2),
-         inst.eps / 4, "budget"),
-        ("E3", "leakage: 2(P-1)B e^{-cM} + B(exp(12 d (P-1) M_g e^{-cM}) - 1) <= eps/4",
-         2 * (P - 1) * inst.B * emcM + inst.B * (sympy.exp(12 * d * (P - 1) * M_g * emcM) - 1), inst.eps / 4,
-         "budget"),
+        shared["E2"],
+        shared["E3"],
         ("L8.1", "P <= d^{d/2} (8 C_H)^{d/alpha} eps^{-d/alpha}", Integer(P), K.P_paper, "lemma"),
         ("L8.2", "params_dense <= (8D^2 + 34D) d^{d/2} (8 C_H)^{d/alpha} eps^{-d/alpha}", Integer(dense),
          (8 * D * D + 34 * D) * K.P_paper, "lemma"),
@@ -732,6 +777,8 @@ def measure(ctx: Context, K: Constants, model: Transformer, points, assumptions:
             tick(i + 1)
     merged = aggregate(ctx, groups)
     merged += measure_constants(ctx, K, model, num)
+    if K.domain is not None:
+        merged += K.domain.measure_claims(ctx, K, points)
     if assumptions:
-        merged += measure_assumptions(ctx, K)
+        merged += measure_assumptions(ctx, K) if K.domain is None else K.domain.measure_assumptions(ctx, K)
     return merged

@@ -1,0 +1,207 @@
+"""The claims a manifold adds to [SL26] (SPEC A.7), plugged into ``shi_liao.Constants.domain``.
+
+=====  ==========================================================================================
+id     claim (decided in Arb balls; M0 is an exact rational residual)
+=====  ==========================================================================================
+M0     sample points and centres lie on M exactly
+M1     the centres form an ``r_g``-net: over each parameter cell,
+       ``sup |y(p) - c| <= |y(p0) - c| + L h`` (anchor ``p0``, speed bound times half-width)
+M2.0   below ``delta_0 = pi/4``: ``K^2 delta_0^2 <= 12``, so by ``sin u >= u - u^3/6`` the chord is
+       at least ``v delta (1 - K^2 delta^2/24) >= v delta / 2``
+M2     ``d_M <= 2 |x - y|``: ``v delta - 2 chord(delta) < 0`` on intervals covering ``[delta_0, pi]``
+       (great circles of the sphere, each circle of the torus, the curve's harmonics)
+E1     near field ``C_H (2 * 2 r_g)^alpha <= eps/2`` (replaces the cube's E0/E1)
+L8.1   ``P <= C_M (16 C_H)^{d/alpha} eps^{-d/alpha}``
+A1/A2  ``|g| <= B`` and ``|g(p) - g(q)| <= C_H d_M(p, q)^alpha`` on a parameter grid, with exact
+       geodesic distances (evidence: a grid never proves a property of all of M)
+=====  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import flint
+import sympy
+from sympy import Integer, Rational
+
+from ..contexts import BallContext, Context
+from ..expr import variables
+from ..verify import Measured
+
+__all__ = ["ManifoldDomain"]
+
+
+def _F(v) -> Fraction:
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, int):
+        return Fraction(v)
+    return Fraction(int(v.p), int(v.q))
+
+
+def _sqrt_upper(ctx: Context, s):
+    """sqrt of a sum of squares, as an upper bound.  A ball of squares around 0 reaches below 0,
+    where Arb's sqrt is NaN (and ``t**2`` of a ball around 0 is NaN too: write ``t*t``); the
+    square root of its exact upper endpoint is a valid upper bound."""
+    if isinstance(ctx, BallContext):
+        with ctx.scope():
+            return ctx.sqrt(abs(s).upper())
+    return ctx.sqrt(ctx.max(ctx.zero, s))
+
+
+# ------------------------------------------------------------------------------------------
+# The domain object plugged into shi_liao.Constants
+
+
+@dataclass
+class ManifoldDomain:
+    """What ``shi_liao`` needs from a manifold: claims M0-M2, E1/L8 forms and the assumption checks."""
+
+    man: object  # manifolds.Manifold
+    cells: list
+    q0: Fraction = Fraction(1, 4)  # M2 below delta_0 = pi q0 by the series bound
+    intervals: int = 96
+
+    @property
+    def d(self) -> int:
+        return self.man.d
+
+    def table(self) -> dict:
+        t = {"manifold": sympy.Symbol(self.man.name), "d_intrinsic": Integer(self.man.d),
+             "ambient": Integer(self.man.ambient), "C_M": self.man.C_M()}
+        for i, r in enumerate(self.man.radii):
+            t[f"rho_{i + 1}"] = Rational(r)
+        tau = self.man.reach()
+        if tau is not None:
+            t["reach"] = tau
+        else:  # the curve: a sampled estimate (6 decimals), reported only; no claim rests on it
+            t["reach_estimate"] = Rational(round(self.man.reach_estimate() * 10**6), 10**6)
+        return t
+
+    def constant_claims(self, K, dense: int, shared: dict) -> list[tuple]:
+        inst = K.inst
+        d, D = self.man.d, K.D
+        return [
+            ("E1", "near field: C_H (2 * 2 r_g)^alpha <= eps/2  (d_M <= 2|x-y|, M2)",
+             inst.C_H * (4 * K.r_g) ** inst.alpha, inst.eps / 2, "budget"),
+            shared["E2"],
+            shared["E3"],
+            ("L8.1", f"P <= C_M (16 C_H)^(d/alpha) eps^(-d/alpha)  (d = {d} intrinsic)", Integer(K.P), K.P_paper,
+             "lemma"),
+            ("L8.2", "params_dense <= (8D^2 + 34D) C_M (16 C_H)^(d/alpha) eps^(-d/alpha)", Integer(dense),
+             (8 * D * D + 34 * D) * K.P_paper, "lemma"),
+        ]
+
+    def measure_claims(self, ctx: Context, K, points) -> list[Measured]:
+        man = self.man
+        with ctx.scope():
+            res = max([man.residual(x) for x in points] + [man.residual(c) for c in K.centres])
+            out = [Measured("M0", f"sample points ({len(points)}) and centres ({K.P}) lie on the {man.name} "
+                                  "exactly (residual)", "zero", ctx.convert(res))]
+            # M1: the net.
+            worst = None
+            memo: dict = {}
+            for cy, q, lip in self.cells:
+                lv = ctx.from_sympy(lip, memo)
+                if q is None:
+                    b = lv
+                else:
+                    ya = man.y_at(ctx, q)
+                    diffs = [u - ctx.convert(c) for u, c in zip(ya, cy)]
+                    b = _sqrt_upper(ctx, sum((t * t for t in diffs), ctx.zero)) + lv
+                worst = b if worst is None else ctx.max(worst, b)
+            r_g = ctx.from_sympy(K.r_g)
+            out.append(Measured("M1", f"the {K.P} centres form an r_g-net of the {man.name} "
+                                      f"({len(self.cells)} parameter cells)", "le", worst, r_g))
+            out += self._chord_arc(ctx)
+        return out
+
+    def _chord_arc(self, ctx) -> list[Measured]:
+        """M2.0 and M2: ``v delta <= 2 chord(delta)`` on a great circle / the curve, delta in [0, pi]."""
+        man = self.man
+        harm = man.harmonics if man.name == "curve" else ((Fraction(1), 1),)
+        Kmax = max(k for _, k in harm)
+        v = ctx.sqrt(ctx.convert(sum((_F(r) ** 2 * k * k for r, k in harm), Fraction(0))))
+        pi = ctx.pi()
+        q0 = ctx.convert(self.q0)
+        near = Measured("M2.0", "below delta_0 = pi/4: K^2 delta_0^2 <= 12, so chord >= v delta/2 there",
+                        "le", ctx.rational(Kmax * Kmax) * (pi * q0) ** 2, ctx.rational(12))
+        worst = None
+        n = self.intervals
+        for i in range(n):
+            a = self.q0 + (1 - self.q0) * Fraction(i, n)
+            b = self.q0 + (1 - self.q0) * Fraction(i + 1, n)
+            if isinstance(ctx, BallContext):
+                Qi = flint.arb(flint.fmpq(a.numerator, a.denominator)).union(flint.arb(flint.fmpq(b.numerator, b.denominator)))
+            else:
+                Qi = ctx.convert((a + b) / 2)
+            chord2 = ctx.zero
+            for r, k in harm:
+                s = ctx.sin(pi * Qi * ctx.rational(k, 2))
+                chord2 = chord2 + 4 * ctx.convert(_F(r)) ** 2 * s * s
+            gap = v * pi * ctx.convert(b) - 2 * ctx.sqrt(chord2)
+            worst = gap if worst is None else ctx.max(worst, gap)
+        return [near, Measured("M2", f"d_M <= 2|x-y| on the {man.name}: max over {n} delta-intervals of "
+                                     "v delta - 2 chord(delta) < 0", "lt", worst, ctx.zero)]
+
+    def measure_assumptions(self, ctx: Context, K) -> list[Measured]:
+        """A1 ``|g| <= B`` and A2 ``|g(p)-g(q)| <= C_H d_M(p,q)^alpha`` on a parameter grid on M."""
+        man, inst = self.man, K.inst
+        xs = variables(man.ambient)
+        with ctx.scope():
+            B, C_H, alpha = ctx.convert(inst.B), ctx.convert(inst.C_H), ctx.from_sympy(inst.alpha)
+            memo: dict = {}
+
+            def g(qs):
+                if qs not in memo:
+                    x = man.x_at(ctx, man.y_at(ctx, qs))
+                    memo[qs] = ctx.from_sympy(K.g, env=dict(zip(xs, x)))
+                return memo[qs]
+
+            pairs = []  # (qs, qs', geodesic distance / pi as an exact rational times a factor)
+            if man.name in ("circle", "curve"):
+                N = 256
+                v = ctx.from_sympy(man.speed())
+                for j in range(N):
+                    for s in (1, 2, 4, 8, 16, 32, 64, 128):
+                        pairs.append(((Fraction(2 * j, N),), (Fraction(2 * (j + s), N),), v, Fraction(2 * s, N)))
+            elif man.name == "torus":
+                N = 24
+                for i in range(N):
+                    for j in range(N):
+                        for s in (1, 2, 4, 8):
+                            p = (Fraction(2 * i, N), Fraction(2 * j, N))
+                            pairs.append((p, (Fraction(2 * (i + s), N), p[1]), ctx.convert(_F(man.radii[0])),
+                                          Fraction(2 * s, N)))
+                            pairs.append((p, (p[0], Fraction(2 * (j + s), N)), ctx.convert(_F(man.radii[1])),
+                                          Fraction(2 * s, N)))
+            else:
+                Nt, Nf = 32, 16
+                rho = ctx.convert(_F(man.radii[0]))
+                for i in range(Nt + 1):
+                    for j in range(Nf):
+                        for s in (1, 2, 4, 8, 16):
+                            if i + s <= Nt:
+                                pairs.append(((Fraction(i, Nt), Fraction(2 * j, Nf)),
+                                              (Fraction(i + s, Nt), Fraction(2 * j, Nf)), rho, Fraction(s, Nt)))
+                for j in range(64):
+                    for s in (1, 2, 4, 8, 16, 32):
+                        pairs.append(((Fraction(1, 2), Fraction(2 * j, 64)), (Fraction(1, 2), Fraction(2 * (j + s), 64)),
+                                      rho, Fraction(2 * s, 64)))
+            pi = ctx.pi()
+            worst = None
+            for p, q, scale, dq in pairs:
+                dist = scale * pi * ctx.convert(dq)
+                ex = ctx.abs(g(p) - g(q)) - C_H * ctx.pow(dist, alpha)
+                worst = ex if worst is None else ctx.max(worst, ex)
+            gmax = None
+            for v_ in memo.values():
+                gmax = ctx.abs(v_) if gmax is None else ctx.max(gmax, ctx.abs(v_))
+            return [
+                Measured("A1", f"|g| <= B at {len(memo)} grid points on the {man.name}", "le", gmax, B,
+                         scope="assumption"),
+                Measured("A2", f"|g(p)-g(q)| <= C_H d_M(p,q)^alpha at {len(pairs)} pairs on the {man.name} "
+                               "(exact geodesic distances)", "le", worst, ctx.zero, scope="assumption"),
+            ]
