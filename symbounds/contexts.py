@@ -127,6 +127,13 @@ class Context:
         """Run the body at this context's precision (no-op where there is no global state)."""
         yield self
 
+    def affine_combination(self, c0, coeffs, xs):
+        """``c0 + sum_k coeffs[k] * xs[k]`` (contexts may build it in one step)."""
+        v = c0
+        for a, x in zip(coeffs, xs):
+            v = v + a * x
+        return v
+
     def constants_context(self) -> "Context":
         """The context in which input-independent parts are computed (itself, except for
         contexts of models over a box, which borrow their ball context's)."""

@@ -86,7 +86,10 @@ def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8,
     for s in specs:  # fail fast, before any work, on an instance that cannot be built
         inst = sl.Instance(d=s["d"], alpha=s["alpha"], C_H=s["holder"], B=s["bound"], eps=s["eps"], target=s["target"])
         inst.target_expr()
-        sl.constants(inst)  # the grid size limit and a target that is real at the centres
+        K = sl.constants(inst)  # the grid size limit and a target that is real at the centres
+        if K.P > sl.MAX_TRACED_TOKENS:
+            raise ValueError(f"d = {s['d']}, eps = {s['eps']}: P = {K.P} tokens, above the {sl.MAX_TRACED_TOKENS} "
+                             "whose claims a sweep measures")
     rows = []
     if workers > 1:
         with multiprocessing.get_context("fork").Pool(workers) as pool:

@@ -206,6 +206,24 @@ class TaylorContext(Context):
     def constants_context(self):
         return self.ball
 
+    def affine_combination(self, c0, coeffs, xs):
+        """``c0 + sum_k a_k x_k`` for constant models ``c0, a_k`` and models ``x_k``, built in
+        one step (the hot loop of a box evaluation: the affine prefix at every token)."""
+        if not (c0.is_const() and all(a.is_const() for a in coeffs)):
+            return super().affine_combination(c0, coeffs, xs)
+        c = c0.c
+        g = None
+        r = None
+        for a, x in zip(coeffs, xs):
+            k = a.c
+            c = c + k * x.c
+            if x.g is not None:
+                gx = tuple(k * gi for gi in x.g)
+                g = gx if g is None else tuple(p + q for p, q in zip(g, gx))
+            if x.r is not None:
+                r = _radd(r, _up(x.r * abs(k)))
+        return TM(self, c, g, r)
+
     # --- construction ------------------------------------------------------------------------
     def const(self, b: flint.arb) -> TM:
         return TM(self, b)

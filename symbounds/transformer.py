@@ -393,10 +393,7 @@ def _affine_prefix_value(ctx, model, num, L, x):
     for r, drow in enumerate(dep):
         for j, dependent in enumerate(drow):
             if dependent:
-                v = F0[r][j]
-                for Fk, xk in zip(Fs, xs):
-                    v = v + Fk[r][j] * xk
-                Z[r][j] = v
+                Z[r][j] = ctx.affine_combination(F0[r][j], [Fk[r][j] for Fk in Fs], xs)
     return Z
 
 
@@ -506,7 +503,8 @@ def _softmax(ctx, scores):
     total = e[0]
     for v in e[1:]:
         total = total + v
-    return [v / total for v in e]
+    inv = ctx.one / total  # one reciprocal per row (a Taylor-model division is costly)
+    return [v * inv for v in e]
 
 
 def _hardmax(ctx, scores):

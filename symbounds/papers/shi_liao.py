@@ -68,7 +68,10 @@ __all__ = [
 ]
 
 #: Largest grid the command accepts (layer 1 has P + 2 heads of P x P attention).
-MAX_TOKENS = 4096
+MAX_TOKENS = 1024
+#: Largest grid whose claims ``pou`` measures: every layer-1 attention matrix is kept for the
+#: claims (P + 2 heads of P x P balls, ~2 GB at P = 256); larger grids go to ``certify``.
+MAX_TRACED_TOKENS = 300
 
 # layer indices
 ATT1, FFN1, ATT2, FFN2 = 0, 1, 2, 3
