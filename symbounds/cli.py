@@ -121,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=1, help="instances run in parallel processes (default 1)")
     s.add_argument("--out", required=True, metavar="TABLE.csv", help="write TABLE.csv and TABLE.json")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    from .latex import add_latex_arguments
+    from .plot import add_plot_arguments
+
+    add_latex_arguments(sub.add_parser(
+        "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
+    add_plot_arguments(sub.add_parser(
+        "plot", help="draw a sweep table (error, size against eps) or the leakage against M, to PNG or PDF"))
     return p
 
 
@@ -149,6 +156,24 @@ def _manifold_instance(args):
         raise UsageError(f"--target: {e}") from None
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def _latex(args) -> int:
+    from .latex import run_latex
+
+    try:
+        return run_latex(args)
+    except ValueError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+
+
+def _plot(args) -> int:
+    from .plot import run_plot
+
+    try:
+        return run_plot(args)
+    except ValueError as e:
+        raise UsageError(str(e).splitlines()[0]) from None
 
 
 def _rate(args) -> int:
@@ -426,6 +451,10 @@ def main(argv=None) -> int:
             return _rate(args)
         if args.command == "interp":
             return _interp(args)
+        if args.command == "latex":
+            return _latex(args)
+        if args.command == "plot":
+            return _plot(args)
         raise UsageError(f"unknown command {args.command!r}")
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

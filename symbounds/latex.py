@@ -1,0 +1,567 @@
+"""LaTeX of constants, lemma chains and tables (``symbounds latex pou|interp|tables``).
+
+Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``) or a
+fragment for ``\\input`` (``fragment=True``):
+
+``pou``
+    Shi & Liao [SL26] at one instance: every constant of SPEC A.3 as its formula in the paper's
+    notation (built with SymPy, and checked against :func:`symbounds.papers.shi_liao.symbolic_constants`
+    by :func:`formulas_agree`) and its value; then the lemma chain L1–L8, the ε budget E0–E3 and
+    the assumptions A1–A2 as displayed inequalities, each with its verdict, the context that
+    decided it, and the two certified sides.  The numbers come from one
+    :func:`symbounds.pou.run`.
+``interp``
+    Alcalde, Fantuzzi & Zuazua [AFZ25] on one dataset: the sizes of the built model against the
+    paper's block formulas (``L = 2M + 2N + 1`` hardmax, ``2M + 3N`` softmax), the stage claims,
+    ``||θ*||²`` and the regularised-training bounds ``loss ≤ ε ||θ*||²``.  From
+    :func:`symbounds.interp.run`.
+``tables``
+    The comparison table of SPEC A.9 and the manifold-versus-cube ablation of SPEC A.7 (and the
+    slopes of ``log P`` against ``log(1/ε)``), typeset with ``booktabs``; the data are those of
+    :mod:`symbounds.papers.tables`.
+
+Notation (paper symbol → code / LaTeX):
+
+=====================  ====================  ==========================================
+paper                  code                  LaTeX
+=====================  ====================  ==========================================
+``r_g``                ``r_g``               ``r_g``
+``M_g``                ``M_g``               ``M_g``
+``c``                  ``c``                 ``c = 1 - \\cos(2\\pi/P)``
+``e^{-cM}``            ``emcM``              ``e^{-cM}``
+``η(M)``, ``λ(M)``     ``eta``, ``lambda``   ``\\eta(M)``, ``\\lambda(M)``
+``w_ind``              ``w_ind``             ``w_{\\mathrm{ind}}``
+=====================  ====================  ==========================================
+
+Numbers.  A certified side printed as ``[m ± r]`` is an Arb ball re-rounded to 10 digits with
+:meth:`flint.arb.str`, which widens the radius so the printed ball still contains the value;
+constants are printed as exact rationals when rational, else as ``≈`` decimals rounded to 15
+significant digits.  ``sympy.latex`` is used for formulas only; ``log(x, 2)`` (printed by SymPy
+1.14 as ``\\log x / \\log 2``) does not occur in these formulas.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+import sympy
+
+__all__ = [
+    "pou_latex", "interp_latex", "tables_latex", "notation_formulas", "formulas_agree", "ball_tex", "decimal_tex",
+    "document", "add_latex_arguments", "run_latex", "CLAIM_TEX",
+]
+
+# ------------------------------------------------------------------------------------------
+# notation and number formatting
+
+_d = sympy.Symbol("d", positive=True, integer=True)
+_P = sympy.Symbol("P", positive=True, integer=True)
+_k = sympy.Symbol("k", positive=True, integer=True)
+_alpha, _C_H, _B, _eps = sympy.symbols("alpha C_H B varepsilon", positive=True)
+_M = sympy.Symbol("M", positive=True)
+_r_g, _M_g, _c = sympy.symbols("r_g M_g c", positive=True)
+_m = sympy.Symbol("m", positive=True, integer=True)
+_eta = sympy.Symbol("eta", positive=True)
+_S = sympy.Symbol("S(M)", positive=True)
+_D = sympy.Symbol("D", positive=True, integer=True)
+
+#: LaTeX names of the constants (keys of :meth:`Constants.table` and ``pou``'s JSON ``constants``).
+NAMES = {
+    "r_g": "r_g", "m": "m", "P": "P", "P_paper": r"P_{\mathrm{paper}}", "M_g": "M_g", "c": "c", "S": "S(M)",
+    "M": "M", "emcM": "e^{-cM}", "eta": r"\eta(M)", "lambda": r"\lambda(M)", "w_ind": r"w_{\mathrm{ind}}",
+    "D": "D", "d_ff": r"d_{\mathrm{ff}}", "heads_1": "H^1", "heads_2": "H^2",
+    "params_dense": r"\#\text{params (dense)}", "params_nonzero": r"\#\text{params (non-zero)}",
+    "max_weight": r"\max|w|", "max_weight_paper_order": r"\varepsilon^{-2d/\alpha}\log(1/\varepsilon)",
+}
+
+
+def notation_formulas() -> dict:
+    """Each constant of SPEC A.3 written in the paper's notation: in terms of the constants defined
+    before it (``r_g``, ``m``, ``M_g``, ``c``, ``S(M)``, ``η``), as the paper states them.
+
+    ``formulas_agree`` substitutes the definitions back and compares with
+    :func:`symbounds.papers.shi_liao.symbolic_constants`, so the printed formulas are the ones the
+    construction uses.
+    """
+    U = sympy.UnevaluatedExpr
+    theta = 2 * sympy.pi * _k / _P
+    S = sympy.Sum(sympy.exp(_M * sympy.cos(theta)), (_k, 1, _P))
+    return {
+        "r_g": (_eps / (4 * _C_H)) ** (1 / _alpha),
+        "m": sympy.ceiling(sympy.sqrt(_d) / (2 * _r_g)),
+        "P": _m**_d,
+        "P_paper": _d ** (_d / 2) * (8 * _C_H) ** (_d / _alpha) * _eps ** (-_d / _alpha),
+        "M_g": sympy.log(8 * _B * _P / _eps) / (3 * _r_g**2),
+        "c": 1 - sympy.cos(2 * sympy.pi / _P),
+        "S": S,
+        "eta": sympy.exp(_M) / _S,
+        "lambda": sympy.Sum(sympy.exp(_M * sympy.cos(theta)) * sympy.cos(theta), (_k, 1, _P)) / _S,
+        "M": sympy.log(4 * U(_P - 1) * _B * (36 * _d * _M_g + 2) / _eps) / _c,
+        "emcM": sympy.exp(-_c * _M),
+        "w_ind": 1 / (_eta - 2 * sympy.exp(-_c * _M)),
+        "D": _d + 4,
+        "d_ff": 2 * _D,
+        "heads_1": _P + 2,
+        "heads_2": sympy.Integer(1),
+    }
+
+
+def formulas_agree() -> dict:
+    """``{name: bool}``: does the notation formula, with ``r_g, m, M_g, c, S, η, D`` replaced by
+    their definitions, equal SymPy's ``symbolic_constants()[name]``?  (``P`` is replaced by its
+    grid value only in ``P`` itself: elsewhere the paper keeps ``P`` as a symbol.)"""
+    from .papers.shi_liao import symbolic_constants
+
+    full = symbolic_constants()
+    nf = notation_formulas()
+    sub = {_r_g: full["r_g"], _m: full["m"], _M_g: full["M_g"], _c: full["c"], _S: full["S"], _D: _d + 4}
+    sub[_eta] = full["eta"]
+    out = {}
+    for name, ref in full.items():
+        if name not in nf:
+            continue
+        mine = nf[name].subs(sub).doit() if name != "P" else nf[name].subs(sub)
+        out[name] = sympy.simplify((mine - ref.doit())) == 0 or sympy.srepr(mine) == sympy.srepr(ref)
+    return out
+
+
+def _tex_formula(expr) -> str:
+    s = sympy.latex(expr)
+    return s.replace("w_{ind}", r"w_{\mathrm{ind}}")
+
+
+_SCI = re.compile(r"^([-+]?\d+(?:\.\d+)?)e([-+]?\d+)$")
+
+
+def decimal_tex(text: str, digits: int = 15) -> str:
+    """A decimal string (``"1743.486313696330206"``, ``"4.76e-10"``) rounded to ``digits``
+    significant digits, as LaTeX math (``4.76\\times 10^{-10}``)."""
+    import flint
+
+    old = flint.ctx.prec
+    try:
+        flint.ctx.prec = 256
+        s = flint.arb(text).str(digits, radius=False)
+    finally:
+        flint.ctx.prec = old
+    m = _SCI.match(s)
+    if m:
+        return rf"{m.group(1)}\times 10^{{{int(m.group(2))}}}"
+    return s
+
+
+def ball_tex(text: str, digits: int = 10) -> str:
+    """An Arb ball printed as ``[m +/- r]`` (or an exact number) re-rounded to ``digits`` digits, as
+    LaTeX: ``[m \\pm r]``.  The re-rounding widens the radius (Arb's ``str``), so the printed ball
+    still encloses the value."""
+    import flint
+
+    t = (text or "").strip()
+    if not t:
+        return ""
+    if re.fullmatch(r"-?\d+", t):
+        return t
+    if "/" in t and "[" not in t:
+        p, q = t.split("/")
+        return rf"\tfrac{{{p.strip()}}}{{{q.strip()}}}"
+    old = flint.ctx.prec
+    try:
+        flint.ctx.prec = 256
+        s = flint.arb(t).str(digits)
+    finally:
+        flint.ctx.prec = old
+
+    def num(x):
+        x = x.strip()
+        m = _SCI.match(x)
+        return rf"{m.group(1)}\times 10^{{{int(m.group(2))}}}" if m else x
+
+    if s.startswith("["):
+        mid, _, rad = s[1:-1].partition("+/-")
+        if not mid.strip():
+            return rf"[0 \pm {num(rad)}]"
+        return rf"[{num(mid)} \pm {num(rad)}]"
+    return num(s)
+
+
+def text_tex(s) -> str:
+    """Plain text escaped for LaTeX."""
+    s = str(s)
+    rep = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+           "}": r"\}", "[": "{[}", "]": "{]}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}"}
+    return "".join(rep.get(ch, ch) for ch in s)
+
+
+# ------------------------------------------------------------------------------------------
+# the claims of SPEC A.5 as displayed inequalities
+
+#: claim id -> the inequality in the paper's notation (``lhs`` and ``rhs`` of the run are its sides).
+CLAIM_TEX = {
+    "L1": r"\frac{e^{M_g(r_g^2-\|x-c_i\|^2)}}{\sum_{k} e^{M_g(r_g^2-\|x-c_k\|^2)}}"
+          r" = \frac{e^{2M_g\langle x,c_i\rangle-M_g\|c_i\|^2}}{\sum_{k} e^{2M_g\langle x,c_k\rangle-M_g\|c_k\|^2}}",
+    "L4.1": r"\sum_{k=1}^{P} e^{M\cos\theta_k}\sin\theta_k = 0",
+    "L2.1": r"0 \le 1-\lambda(M)",
+    "L2.2": r"1-\lambda(M) \le 2(P-1)\,e^{-cM}",
+    "L2.3": r"0 \le 1-\eta(M)",
+    "L2.4": r"1-\eta(M) \le (P-1)\,e^{-cM}",
+    "L3": r"\max_{h,\; j \ne h} \pi^{(h)}_{j1} \le e^{-cM}",
+    "L4.2": r"\max_j \bigl|\hat z^{\mathrm{pos}}_j \times p_j\bigr| \le \mathrm{tol}",
+    "L4.3": r"\max_j \bigl\|z^{\mathrm{pos}}_j - p_j\bigr\| \le \mathrm{tol}",
+    "L5.1": r"\max_{j \ne 1}\bigl(\hat z_{d+2,j} - 2e^{-cM}\bigr) < 0",
+    "L5.2": r"z_{d+2,j} = 0 \quad (j \ne 1)",
+    "L5.3": r"\bigl|z_{d+2,1} - 1\bigr| \le \mathrm{tol}",
+    "L6.1": r"\max_j \bigl|\tilde T_j - T_j(x)\bigr| \le 6d(P-1)\,M_g\,e^{-cM}",
+    "L6.2": r"\max_j \bigl|\tilde g_j - g(c_j)\bigr| \le 2(P-1)\,B\,e^{-cM}",
+    "L7": r"\max_{x} \bigl|T(x) - g(x)\bigr| \le \varepsilon",
+    "E0": r"\frac{\sqrt d}{2m} \le r_g",
+    "E1": r"C_H\,(2r_g)^\alpha \le \frac{\varepsilon}{2}",
+    "E2": r"2BP\,e^{-3M_g r_g^2} \le \frac{\varepsilon}{4}",
+    "E3": r"2(P-1)B\,e^{-cM} + B\bigl(e^{12d(P-1)M_g e^{-cM}} - 1\bigr) \le \frac{\varepsilon}{4}",
+    "L8.1": r"P \le d^{d/2}(8C_H)^{d/\alpha}\varepsilon^{-d/\alpha}",
+    "L8.2": r"\#\text{params} \le (8D^2+34D)\, d^{d/2}(8C_H)^{d/\alpha}\varepsilon^{-d/\alpha}",
+    "A1": r"\max_{\text{grid}} |g| \le B",
+    "A2": r"\max_{\text{grid}} \bigl(|g(x)-g(y)| - C_H\|x-y\|^\alpha\bigr) \le 0",
+}
+
+_REL = {"le": r"\le", "lt": "<"}
+
+
+def _claim_block(c) -> str:
+    stmt = CLAIM_TEX.get(c.id, r"\text{" + text_tex(c.statement) + "}")
+    where = c.context + (f", {c.prec} bits" if c.prec else "")
+    head = rf"\item[\textbf{{{text_tex(c.id)}}}] \textsc{{{text_tex(c.verdict)}}} ({text_tex(where)}): {text_tex(c.statement)}"
+    lines = [head, r"\begin{equation*}", stmt, r"\end{equation*}"]
+    if c.lhs or c.rhs:
+        lhs, rhs = ball_tex(c.lhs), ball_tex(c.rhs)
+        rel = r"\le" if ("<=" in c.statement or "\\le" in stmt) else ("<" if "<" in stmt else r"\;\text{vs}\;")
+        if c.id.startswith("L5.1"):
+            rel = "<"
+        if not rhs:
+            lines += [r"\begin{equation*}", rf"\text{{measured: }} {lhs}", r"\end{equation*}"]
+        else:
+            lines += [r"\begin{equation*}", rf"{lhs} \;{rel}\; {rhs}", r"\end{equation*}"]
+    if c.note:
+        lines.append(r"\emph{" + text_tex(c.note) + "}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# documents
+
+_PREAMBLE = r"""\documentclass[11pt]{article}
+\usepackage[T1]{fontenc}
+\usepackage[margin=2cm]{geometry}
+\usepackage{amsmath,amssymb}
+\usepackage{booktabs}
+\usepackage{graphicx}
+\usepackage{array}
+\allowdisplaybreaks
+\begin{document}
+"""
+
+
+def document(body: str, fragment: bool = False, title: str | None = None) -> str:
+    """``body`` as a standalone ``article`` (default) or as a fragment for ``\\input``."""
+    if fragment:
+        return body.rstrip() + "\n"
+    head = _PREAMBLE + (rf"\section*{{{title}}}" + "\n" if title else "")
+    return head + body.rstrip() + "\n\\end{document}\n"
+
+
+def pou_latex(res, fragment: bool = False) -> str:
+    """The constants and the lemma chain of one :class:`symbounds.pou.PouResult`."""
+    from .contexts import BallContext
+
+    inst, K = res.instance, res.K
+    base = inst if hasattr(inst, "alpha") else inst.inst
+    nf = notation_formulas()
+    exact = K.table()
+    consts = res.constants
+    out = [r"\subsection*{Instance}",
+           rf"$d = {base.d}$, $\alpha = {sympy.latex(base.alpha)}$, $C_H = {sympy.latex(base.C_H)}$, "
+           rf"$B = {sympy.latex(base.B)}$, $\varepsilon = {sympy.latex(base.eps)}$, target "
+           rf"\texttt{{{text_tex(base.target_text)}}}"
+           + (rf", $M = {sympy.latex(base.M)}$ (user)" if base.M is not None else "")
+           + (rf", $M_g = {sympy.latex(base.M_g)}$ (user)" if base.M_g is not None else "") + ".",
+           "",
+           r"\subsection*{Constants (SPEC A.3)}",
+           r"Each constant in the paper's notation (SymPy), then its value at the instance: exact when "
+           r"rational or algebraic, otherwise rounded to 15 significant digits from a certified enclosure.",
+           r"\begin{align*}"]
+    rows = []
+    ball = BallContext(max(res.prec, 128))
+    for name in ("r_g", "m", "P", "P_paper", "M_g", "c", "S", "M", "emcM", "eta", "lambda", "w_ind", "D", "d_ff",
+                 "heads_1", "heads_2"):
+        if name not in consts and name != "S":
+            continue
+        lhs = NAMES[name]
+        formula = nf.get(name)
+        if name == "S":
+            env = res.model.definition_values(ball)
+            with ball.scope():
+                s_val = ball.from_sympy(sympy.exp(K.M) / K.eta, env=env)
+                value = r"\approx " + decimal_tex(s_val.mid().str(30, radius=False))
+        elif name in exact and isinstance(exact[name], sympy.Basic) and exact[name].is_number \
+                and not exact[name].is_Rational and exact[name].is_algebraic:
+            value = "= " + sympy.latex(exact[name]) + r" \approx " + decimal_tex(consts[name])
+        elif "/" in consts[name] or re.fullmatch(r"-?\d+", consts[name]):
+            value = "= " + ball_tex(consts[name])
+        else:
+            value = r"\approx " + decimal_tex(consts[name])
+        if name in ("M", "M_g") and getattr(base, {"M": "M", "M_g": "M_g"}[name]) is not None:
+            rows.append(rf"{lhs} &= {sympy.latex(getattr(base, name))} \quad\text{{(user; derived: }} "
+                        rf"{_tex_formula(formula)}\text{{)}}")
+        else:
+            rows.append(rf"{lhs} &= {_tex_formula(formula)} {value}" if formula is not None else rf"{lhs} &{value}")
+    out.append(" \\\\\n".join(rows))
+    out += [r"\end{align*}", "",
+            r"\subsection*{Size}",
+            r"\begin{align*}",
+            rf"\#\text{{params}} &= {consts['params_dense']} \text{{ (dense)}}, \quad {consts['params_nonzero']}"
+            r"\text{ (non-zero)} \\",
+            rf"\max|w| &\approx {decimal_tex(consts['max_weight'])} \quad\text{{(measured)}}, \qquad"
+            rf" \varepsilon^{{-2d/\alpha}}\log(1/\varepsilon) \approx {decimal_tex(consts['max_weight_paper_order'])}"
+            r" \quad\text{(paper's order)}",
+            r"\end{align*}", ""]
+    n_proved = sum(c.verdict == "proved" for c in res.claims)
+    verdict = {0: "proved", 1: "refuted", 3: "undecided"}[res.exit_code]
+    out += [r"\subsection*{Lemma chain L1--L8 and the $\varepsilon$ budget E0--E3}",
+            rf"Verdicts from \texttt{{symbounds pou}}: Arb balls (up to {res.prec} bits), exact arithmetic or SymPy; "
+            rf"{res.samples} sample points. Each side is a certified enclosure $[m \pm r]$. "
+            rf"Overall: \textbf{{{verdict}}} ({n_proved} of {len(res.claims)} claims proved).",
+            r"\begin{description}"]
+    order = lambda c: (0 if c.scope == "lemma" else 1 if c.scope == "budget" else 2)
+    for c in sorted(res.claims, key=order):
+        out.append(_claim_block(c))
+    out += [r"\end{description}", "",
+            rf"Largest measured error at the sample points: $\max_x |T(x)-g(x)| \in {ball_tex(res.max_error)}$."]
+    return document("\n".join(out), fragment, title="Softmax partition of unity [SL26]: constants and lemma chain")
+
+
+def interp_latex(res, fragment: bool = False) -> str:
+    """Sizes, block counts against the paper's formulas and the stage claims of one
+    :class:`symbounds.interp.InterpResult`."""
+    from .interp import _dec, thresholds
+
+    ds, sz = res.dataset, res.sizes
+    f = sz["blocks_formula"]
+    att = res.options.attention
+    formula_tex = {"K + 2M": "K + 2M", "K + M + ceil(M/4)": r"K + M + \lceil M/4 \rceil",
+                   "K + 2M + 1": "K + 2M + 1"}.get(f["construction_text"], text_tex(f["construction_text"]))
+    paper_tex = {"2M + 2N + 1": "2M + 2N + 1", "2M + 3N": "2M + 3N"}.get(f["paper_text"], text_tex(f["paper_text"]))
+    out = [r"\subsection*{Dataset and model}",
+           rf"$N = {ds.N}$ sequences in $\mathbb{{R}}^{{{ds.d}}}$, lengths $n_j \in [{min(ds.n)}, {max(ds.n)}]$, "
+           rf"$M = \sum_j m_j = {ds.M}$ target points; {att} attention"
+           + (rf" at temperature $\tau = {sympy.latex(sympy.Rational(res.options.tau.numerator, res.options.tau.denominator))}$"
+              if att == "softmax" else f", {text_tex(res.construction.variant)} variant") + ".",
+           "",
+           r"\begin{center}", r"\begin{tabular}{lrl}", r"\toprule",
+           r"quantity & built & formula \\", r"\midrule",
+           rf"blocks $L$ & {sz['blocks']} & ${formula_tex}$ with $K = {f['K']}$ \\",
+           rf"blocks, paper & {f['paper']} & ${paper_tex}$ \\",
+           rf"token-wise ResNet blocks & {sz['resnet_blocks']} & distinct input tokens \\",
+           rf"width $d'$ & {sz['width']} & $\le 4$ \\",
+           rf"parameters (dense) & {sz['params_dense']} & \\",
+           rf"parameters (non-zero) & {sz['params_nonzero']} & $\le (10d+8)L = {sz['params_bound']}$ \\",
+           rf"largest numerator / denominator & {sz['max_numerator_bits']} / {sz['max_denominator_bits']} & bits \\",
+           rf"$\|\theta^*\|^2$ & ${decimal_tex(_dec(res.theta_norm_sq, 15))}$ & exact rational, "
+           rf"{res.theta_norm_sq.denominator.bit_length()}-bit denominator \\",
+           r"\bottomrule", r"\end{tabular}", r"\end{center}", "",
+           r"\subsection*{Stage claims}",
+           r"\begin{center}", r"\begin{tabular}{llp{0.62\linewidth}}", r"\toprule",
+           r"claim & verdict & statement \\", r"\midrule"]
+    for c in res.claims:
+        where = c.context + (f", {c.prec} bits" if c.prec else "")
+        extra = f" ({c.lhs}; {c.rhs})" if (c.lhs or c.rhs) else ""
+        out.append(rf"{text_tex(c.id)} & {text_tex(c.verdict)} ({text_tex(where)}) & {text_tex(c.statement + extra)} \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{center}", "",
+            r"\subsection*{Regularised training}",
+            r"If $\theta^*$ interpolates exactly, every minimiser $\theta_\varepsilon$ of "
+            r"$\mathrm{loss}(\theta) + \varepsilon\|\theta\|^2$ has",
+            r"\begin{align*}"]
+    rows = []
+    for t in thresholds(res):
+        e = sympy.Rational(t["eps"])
+        rows.append(rf"\varepsilon = {sympy.latex(e)}: \quad \mathrm{{loss}}(\theta_\varepsilon) &\le "
+                    rf"\varepsilon\|\theta^*\|^2 \approx {decimal_tex(_dec(Fraction(t['loss_bound']), 15))}")
+    out.append(" \\\\\n".join(rows))
+    verdict = {0: "proved", 1: "refuted", 3: "undecided"}[res.exit_code]
+    out += [r"\end{align*}", "",
+            rf"Overall: \textbf{{{verdict}}}; exact interpolation of every sequence: "
+            rf"\textbf{{{'yes' if res.exact else 'no'}}}."]
+    return document("\n".join(out), fragment, title="Exact sequence interpolation [AFZ25]: sizes and stages")
+
+
+# --- tables (SPEC A.9 and A.7) -----------------------------------------------------------
+
+_ORDER_TOKENS = re.compile(r"poly log|log|eps|alpha")
+
+
+def order_tex(s: str) -> str:
+    """An order as written in the data (``O(eps^{-d/alpha} log(1/eps))``) as LaTeX math."""
+    rep = {"poly log": r"\operatorname{poly}\log", "log": r"\log", "eps": r"\varepsilon", "alpha": r"\alpha"}
+    body = _ORDER_TOKENS.sub(lambda m: rep[m.group(0)] + (" " if m.group(0) in ("poly log", "log") else ""), s)
+    return "$" + body + "$"
+
+
+#: SPEC A.9, used only when :mod:`symbounds.papers.tables` is not importable.
+_FALLBACK_COMPARISON = [
+    {"work": "Gurevych et al.", "attention": "hardmax", "positions": "none / hand-made", "depth": "O(1)",
+     "parameters": "O(eps^{-d/alpha})", "domain": "Euclidean grid"},
+    {"work": "Takakura & Suzuki", "attention": "softmax", "positions": "sinusoidal", "depth": "O(poly log(1/eps))",
+     "parameters": "O(eps^{-d/alpha} poly log(1/eps))", "domain": "anisotropic Euclidean"},
+    {"work": "Havrilla & Liao", "attention": "ReLU attention", "positions": "sinusoidal", "depth": "O(log(1/eps))",
+     "parameters": "O(eps^{-d/alpha} log(1/eps))", "domain": "low-dim manifold"},
+    {"work": "Shi et al.", "attention": "softmax", "positions": "standard", "depth": "O(log(1/eps))",
+     "parameters": "O(eps^{-d/alpha} log(1/eps))", "domain": "hierarchical composition"},
+    {"work": "Jiao et al.", "attention": "softmax", "positions": "coordinate projection", "depth": "O(log(1/eps))",
+     "parameters": "O(eps^{-d/alpha} log(1/eps))", "domain": "Hoelder"},
+    {"work": "[SL26]", "attention": "softmax", "positions": "sinusoidal", "depth": "2",
+     "parameters": "O(eps^{-d/alpha})", "domain": "Euclidean and manifold"},
+]
+
+_ABLATION_HEAD = {
+    "manifold": "manifold", "d": "$d$", "ambient": r"$\bar D$", "eps": r"$\varepsilon$", "C_H": "$C_H$",
+    "P_net": r"$P_{\mathrm{net}}$", "params_net": r"params$_{\mathrm{net}}$",
+    "P_net_paper": r"$C_M(16C_H)^{d/\alpha}\varepsilon^{-d/\alpha}$", "P_cube": r"$P_{\mathrm{cube}}$",
+    "params_cube": r"params$_{\mathrm{cube}}$",
+    "P_cube_paper": r"$\bar D^{\bar D/2}(8C_H)^{\bar D/\alpha}\varepsilon^{-\bar D/\alpha}$",
+    "alpha": r"$\alpha$", "slope_net": "slope (net)", "d/alpha": r"$d/\alpha$", "slope_cube": "slope (cube)",
+    "D/alpha": r"$\bar D/\alpha$",
+}
+
+
+def _cell(v) -> str:
+    if isinstance(v, str) and re.fullmatch(r"-?\d+/\d+", v):
+        p, q = v.split("/")
+        return rf"${'-' if p.startswith('-') else ''}\tfrac{{{p.lstrip('-')}}}{{{q}}}$"
+    if isinstance(v, float):
+        return f"{v:.4g}".replace("e+", "e")
+    return text_tex(v)
+
+
+def _booktabs(columns, head, rows, align=None) -> list:
+    align = align or "l" * len(columns)
+    out = [r"\begin{tabular}{" + align + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    for r in rows:
+        vals = [r[c] for c in columns] if isinstance(r, dict) else list(r)
+        out.append(" & ".join(vals) + r" \\")
+    return out + [r"\bottomrule", r"\end{tabular}"]
+
+
+def tables_latex(fragment: bool = False) -> str:
+    """SPEC A.9's comparison table and the A.7 ablation (manifold net against the ambient cube),
+    booktabs, from :mod:`symbounds.papers.tables`."""
+    try:
+        from .papers import tables as T
+    except ImportError:  # the data module is someone else's; keep the comparison table working
+        T = None
+    comparison = T.COMPARISON if T is not None else _FALLBACK_COMPARISON
+    cols = ("work", "attention", "positions", "depth", "parameters", "domain")
+    rows = []
+    for r in comparison:
+        rows.append({c: (order_tex(r[c]) if c in ("depth", "parameters") else text_tex(r[c])) for c in cols})
+    out = [r"\subsection*{Comparison with earlier Transformer approximation results (SPEC A.9)}",
+           r"\begin{table}[h]\centering\small",
+           r"\resizebox{\linewidth}{!}{%",
+           *_booktabs(cols, [text_tex(c) for c in cols], rows),
+           r"}",
+           r"\caption{Approximation of $\alpha$-H\"older functions to accuracy $\varepsilon$ "
+           r"(orders as stated by each work).}",
+           r"\end{table}"]
+    measured = [r for r in comparison if r.get("measured here") and r.get("measured here") != "not reproduced"]
+    for r in measured:
+        out.append(rf"\noindent\textbf{{Measured here for {text_tex(r['work'])}:}} {text_tex(r['measured here'])}")
+        out.append("")
+    if T is not None and hasattr(T, "ABLATION"):
+        acols = tuple(T.ABLATION_COLUMNS)
+        arows = [[_cell(v) for v in row] for row in T.ABLATION]
+        out += [r"\subsection*{Ablation: a net of the manifold against a grid of the ambient cube (SPEC A.7)}",
+                r"\begin{table}[h]\centering\small",
+                r"\resizebox{\linewidth}{!}{%",
+                *_booktabs(acols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in acols], arows,
+                           "l" + "r" * (len(acols) - 1)),
+                r"}",
+                r"\caption{Tokens $P$ and dense parameters of the two-block network: centres on an "
+                r"$r_g$-net of the manifold (grows with the intrinsic $d$) against the grid of "
+                r"$[0,1]^{\bar D}$ (grows with $\bar D$); $\alpha = 1$.}",
+                r"\end{table}"]
+    if T is not None and hasattr(T, "SLOPES"):
+        scols = tuple(T.SLOPE_COLUMNS)
+        srows = [[_cell(v) for v in row] for row in T.SLOPES]
+        out += [r"\begin{table}[h]\centering\small",
+                *_booktabs(scols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in scols], srows,
+                           "l" + "r" * (len(scols) - 1)),
+                r"\caption{Least-squares slope of $\log P$ against $\log(1/\varepsilon)$, "
+                r"$\varepsilon = 2^{-4}\ldots 2^{-12}$.}",
+                r"\end{table}"]
+    if T is None:
+        out.append(r"\emph{The ablation data (symbounds.papers.tables) is not installed.}")
+    return document("\n".join(out), fragment, title="[SL26]: comparison and ablation tables")
+
+
+# ------------------------------------------------------------------------------------------
+# command line
+
+
+def add_latex_arguments(parser) -> None:
+    """Flags of ``symbounds latex pou|interp|tables [instance flags] --out FILE.tex [--fragment]``."""
+    from .cli import _add_instance_args
+
+    parser.add_argument("what", choices=["pou", "interp", "tables"], help="which document")
+    _add_instance_args(parser)
+    parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
+    parser.add_argument("--prec", type=int, default=128, help="pou: starting precision in bits (default 128)")
+    parser.add_argument("--data", default=None, metavar="FILE.json", help="interp: dataset file")
+    parser.add_argument("--random", default="3,6,2,2", metavar="N,n,d,m",
+                        help="interp: seeded random dataset (default 3,6,2,2)")
+    parser.add_argument("--seed", type=int, default=0, help="interp: seed of the dataset and construction")
+    parser.add_argument("--attention", default="hardmax", choices=["hardmax", "softmax"], help="interp: attention")
+    parser.add_argument("--out", required=True, metavar="FILE.tex", help="write the LaTeX here")
+    parser.add_argument("--fragment", action="store_true", help="a fragment for \\input, not a whole document")
+
+
+def _interp_dataset(args):
+    from .papers.alcalde_data import load_dataset, random_dataset
+
+    if args.data:
+        return load_dataset(args.data)
+    parts = [p.strip() for p in args.random.split(",")]
+    if len(parts) != 4 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
+    N, n, d, m = map(int, parts)
+    return random_dataset(N, n, d, m, seed=args.seed)
+
+
+def run_latex(args) -> int:
+    """``symbounds latex``: write the document; returns 0 (bad input raises ValueError, one line)."""
+    import os
+
+    from .io import atomic_write
+
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{args.out}: folder {folder} does not exist")
+    if args.what == "pou":
+        from .cli import UsageError, _instance
+        from .pou import PouOptions, run
+
+        try:
+            inst = _instance(args)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
+        if not (0 <= args.points <= 10000):
+            raise ValueError(f"--points {args.points}: use between 0 and 10000")
+        if not (32 <= args.prec <= 1 << 16):
+            raise ValueError(f"--prec {args.prec}: use between 32 and 65536 bits")
+        text = pou_latex(run(inst, PouOptions(points=args.points, prec=args.prec)), args.fragment)
+    elif args.what == "interp":
+        from .interp import InterpOptions, run as interp_run
+
+        text = interp_latex(interp_run(_interp_dataset(args), InterpOptions(attention=args.attention,
+                                                                             seed=args.seed)), args.fragment)
+    else:
+        text = tables_latex(args.fragment)
+    atomic_write(args.out, text)
+    return 0

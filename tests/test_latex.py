@@ -1,0 +1,209 @@
+"""symbounds.latex: formulas agree with SymPy, numbers agree with independent computations, and the
+documents compile with a real pdflatex (whose PDF text is read back with pdftotext).
+
+In CI (the environment variable CI is set) the compile tests must run: `.ci/run` installs
+texlive and poppler-utils.  They skip only when CI is unset AND pdflatex/pdftotext are missing.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+
+import mpmath
+import pytest
+import sympy
+
+from symbounds import latex as lx
+from symbounds.papers import shi_liao as sl
+
+HAVE_TEX = shutil.which("pdflatex") is not None and shutil.which("pdftotext") is not None
+needs_tex = pytest.mark.skipif(not os.environ.get("CI") and not HAVE_TEX,
+                               reason="pdflatex/pdftotext not installed (and CI is not set)")
+
+
+@pytest.fixture(scope="module")
+def pou_result():
+    from symbounds.pou import PouOptions, run
+
+    return run(sl.Instance(), PouOptions(points=2))
+
+
+def _args(*argv):
+    p = argparse.ArgumentParser()
+    lx.add_latex_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def _compile(tmp_path, name, text):
+    tex = tmp_path / f"{name}.tex"
+    tex.write_text(text)
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:]
+    out = subprocess.run(["pdftotext", "-layout", f"{name}.pdf", "-"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0
+    return out.stdout
+
+
+# --- formulas and numbers, independently ------------------------------------------------------
+
+
+def test_notation_formulas_are_sympys_formulas():
+    agree = lx.formulas_agree()
+    assert set(agree) >= {"r_g", "m", "P", "M_g", "c", "S", "eta", "lambda", "M", "w_ind", "D", "d_ff"}
+    assert all(agree.values()), agree
+
+
+def test_formulas_agree_can_fail(monkeypatch):
+    good = lx.notation_formulas()
+    bad = dict(good)
+    bad["M_g"] = good["M_g"] * 2  # a wrong factor must be caught
+    monkeypatch.setattr(lx, "notation_formulas", lambda: bad)
+    assert lx.formulas_agree()["M_g"] is False
+
+
+def test_log_prints_without_base_quirk():
+    text = lx._tex_formula(lx.notation_formulas()["M_g"])
+    assert r"\log" in text and r"\log{\left(2" not in text
+
+
+def test_decimal_and_ball_formatting():
+    assert lx.decimal_tex("4.76187385918459742455952423274295e-10") == r"4.76187385918460\times 10^{-10}"
+    assert lx.decimal_tex("1743.48631369633020605527646810529") == "1743.48631369633"
+    assert lx.ball_tex("40") == "40"
+    assert lx.ball_tex("1/80") == r"\tfrac{1}{80}"
+    b = lx.ball_tex("[1.1725313805472678894e-11 +/- 3.77e-31]")
+    assert b.startswith(r"[1.172531381\times 10^{-11} \pm")
+    # the re-rounded ball still encloses the original value (Arb widens the radius)
+    import flint
+
+    m = re.match(r"\[(.*)\\times 10\^\{(-?\d+)\} \\pm (.*)\\times 10\^\{(-?\d+)\}\]", b)
+    mid, rad = flint.arb(f"{m.group(1)}e{m.group(2)}"), flint.arb(f"{m.group(3)}e{m.group(4)}")
+    assert abs(flint.arb("1.1725313805472678894e-11") - mid) <= rad
+
+
+def test_text_is_escaped():
+    assert lx.text_tex("a_b & 50% [x]") == r"a\_b \& 50\% {[}x{]}"
+
+
+def test_order_tex():
+    assert lx.order_tex("O(eps^{-d/alpha} poly log(1/eps))") == \
+        r"$O(\varepsilon^{-d/\alpha} \operatorname{poly}\log (1/\varepsilon))$"
+
+
+def test_pou_document_numbers_match_independent_mpmath(pou_result):
+    text = lx.pou_latex(pou_result)
+    assert text.startswith(r"\documentclass") and text.rstrip().endswith(r"\end{document}")
+    # M and M_g of the default instance, from the formulas of SPEC A.3 in mpmath (not symbounds)
+    mpmath.mp.dps = 40
+    d, C_H, B, eps = 1, 2, 2, mpmath.mpf(1) / 10
+    r_g = eps / (4 * C_H)
+    m = int(mpmath.ceil(mpmath.sqrt(d) / (2 * r_g)))
+    P = m**d
+    M_g = mpmath.log(8 * B * P / eps) / (3 * r_g**2)
+    c = 1 - mpmath.cos(2 * mpmath.pi / P)
+    M = mpmath.log(4 * (P - 1) * B * (36 * d * M_g + 2) / eps) / c
+    assert P == 40
+    assert mpmath.nstr(M, 15) in text  # 1743.48631369633
+    assert mpmath.nstr(M_g, 15) in text
+    assert mpmath.nstr(c, 15) in text
+    for cid in ("L1", "L2.2", "L3", "L5.1", "L6.1", "L7", "E0", "E1", "E2", "E3", "L8.1"):
+        assert rf"\textbf{{{cid}}}" in text
+    assert text.count(r"\textsc{proved}") == sum(c.verdict == "proved" for c in pou_result.claims)
+    frag = lx.pou_latex(pou_result, fragment=True)
+    assert r"\documentclass" not in frag and r"\begin{document}" not in frag
+
+
+def test_claim_statement_covers_every_id(pou_result):
+    assert {c.id for c in pou_result.claims} <= set(lx.CLAIM_TEX)
+
+
+def test_run_latex_bad_input_is_one_line_value_error(tmp_path):
+    with pytest.raises(ValueError, match="eps"):
+        lx.run_latex(_args("pou", "--eps", "2", "--out", str(tmp_path / "a.tex")))
+    with pytest.raises(ValueError, match="does not exist"):
+        lx.run_latex(_args("tables", "--out", str(tmp_path / "nope" / "a.tex")))
+    with pytest.raises(ValueError, match="N,n,d,m"):
+        lx.run_latex(_args("interp", "--random", "1,2", "--out", str(tmp_path / "a.tex")))
+    assert not (tmp_path / "a.tex").exists()
+
+
+def test_tables_uses_the_data_module():
+    from symbounds.papers import tables as T
+
+    text = lx.tables_latex(fragment=True)
+    assert r"\toprule" in text and r"\midrule" in text and r"\bottomrule" in text
+    for r in T.COMPARISON:
+        assert lx.text_tex(r["work"]) in text
+    for row in T.ABLATION:
+        assert str(row[5]) in text and str(row[8]) in text  # P_net and P_cube
+
+
+# --- compiled with pdflatex -------------------------------------------------------------------
+
+
+@needs_tex
+def test_pou_pdf_shows_the_certified_numbers(tmp_path, pou_result):
+    assert HAVE_TEX, "CI is set but pdflatex/pdftotext are missing: .ci/run should install them"
+    pdf_text = _compile(tmp_path, "pou", lx.pou_latex(pou_result))
+    flat = re.sub(r"\s+", " ", pdf_text)
+    mpmath.mp.dps = 40
+    eps, P = mpmath.mpf(1) / 10, 40
+    r_g = eps / 8
+    M_g = mpmath.log(8 * 2 * P / eps) / (3 * r_g**2)
+    c = 1 - mpmath.cos(2 * mpmath.pi / P)
+    M = mpmath.log(4 * (P - 1) * 2 * (36 * M_g + 2) / eps) / c
+    for value in (M, M_g):
+        assert mpmath.nstr(value, 15) in flat, mpmath.nstr(value, 15)
+    # the number of tokens and the parameter count of the built network
+    dense, _ = pou_result.model.count_parameters()
+    assert str(dense) in flat
+    # L7's certified max error, as printed (10 digits of the ball's midpoint)
+    l7 = next(c for c in pou_result.claims if c.id == "L7")
+    mid = re.match(r"\[([0-9.]+)", lx.ball_tex(l7.lhs)).group(1)
+    assert mid in flat and abs(float(mid) - float(pou_result.max_error.strip("[").split()[0])) < 1e-9
+    assert "PROVED" in flat.upper()
+
+
+@needs_tex
+def test_interp_and_tables_pdfs(tmp_path):
+    from symbounds.interp import InterpOptions, run
+    from symbounds.papers.alcalde import paper_blocks
+    from symbounds.papers.alcalde_data import random_dataset
+
+    ds = random_dataset(3, 6, 2, 2, seed=0)
+    res = run(ds, InterpOptions())
+    flat = re.sub(r"\s+", " ", _compile(tmp_path, "interp", lx.interp_latex(res)))
+    assert f"blocks, paper {2 * ds.M + 2 * ds.N + 1}" in flat and paper_blocks(ds) == 2 * ds.M + 2 * ds.N + 1
+    assert f"blocks L {len(res.model.layers) // 2}" in flat
+    tflat = re.sub(r"\s+", " ", _compile(tmp_path, "tables", lx.tables_latex()))
+    from symbounds.papers import tables as T
+
+    for row in T.ABLATION:
+        assert str(row[5]) in tflat
+    assert "Takakura" in tflat and "sinusoidal" in tflat
+
+
+@needs_tex
+def test_cli_function_writes_a_compilable_fragment(tmp_path):
+    out = tmp_path / "frag.tex"
+    assert lx.run_latex(_args("tables", "--fragment", "--out", str(out))) == 0
+    body = out.read_text()
+    assert r"\documentclass" not in body
+    wrapper = lx._PREAMBLE + r"\input{frag.tex}" + "\n\\end{document}\n"
+    flat = _compile(tmp_path, "wrap", wrapper)
+    assert "Gurevych" in flat
+
+
+def test_readme_latex_snippet_is_current_output(pou_result):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- readme-snippet: latex-pou -->\s*```latex\n(.*?)```", readme, re.S)
+    assert m, "README lost its LaTeX snippet"
+    text = lx.pou_latex(pou_result)
+    for line in m.group(1).strip().splitlines():
+        assert line in text, line
