@@ -86,7 +86,7 @@ def main():
             mp_pt = "-"
             ratio = f"~{ratio_head:.1f} (one head)"
         print(f"| {P} | {P + 2} | {t_ball_cold:.2f} | {mp_cold} | {t_np_cold:.3f} | {t_ball:.4f} | {mp_pt} | "
-              f"{t_np:.5f} | {ratio} | {t_ball / t_np:.0f} |", flush=True)
+              f"{t_np:.5f} | {ratio} | {t_ball / t_np:.2g} |", flush=True)
 
 
 if __name__ == "__main__":
