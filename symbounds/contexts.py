@@ -76,6 +76,15 @@ def _as_fmpq(v) -> flint.fmpq:
     raise TypeError(f"not an exact rational: {v!r}")
 
 
+def as_fraction(v) -> Fraction:
+    """An exact ``Fraction`` from an int, Fraction, fmpq or SymPy Rational."""
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, int):
+        return Fraction(v)
+    return Fraction(int(v.p), int(v.q))
+
+
 class Context:
     """Shared interface.  Subclasses provide the number type and the elementary functions."""
 

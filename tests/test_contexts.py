@@ -29,15 +29,6 @@ PRECS = (30, 53, 128)
 # ---------------------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture(autouse=True)
-def _guard_flint_prec():
-    """Every test starts at a known global flint precision and cannot leak a change to the next."""
-    saved = flint.ctx.prec
-    flint.ctx.prec = 53
-    try:
-        yield
-    finally:
-        flint.ctx.prec = saved
 
 
 def exact_arb(a: flint.arb) -> Fraction:

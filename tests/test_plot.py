@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-pytest.importorskip("matplotlib")
+import matplotlib  # noqa: F401  (a dependency of symbounds: `symbounds plot`)
 
 from symbounds import plot as pl  # noqa: E402
 from symbounds.papers import shi_liao as sl  # noqa: E402

@@ -26,14 +26,6 @@ from symbounds.transformer import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _guard_flint_prec():
-    saved = flint.ctx.prec
-    flint.ctx.prec = 53
-    try:
-        yield
-    finally:
-        flint.ctx.prec = saved
 
 
 M = mpmath.MPContext()

@@ -26,19 +26,11 @@ import flint
 import sympy
 from sympy import Integer, Rational
 
-from ..contexts import BallContext, Context
+from ..contexts import BallContext, Context, as_fraction as _F
 from ..expr import variables
 from ..verify import Measured
 
 __all__ = ["ManifoldDomain"]
-
-
-def _F(v) -> Fraction:
-    if isinstance(v, Fraction):
-        return v
-    if isinstance(v, int):
-        return Fraction(v)
-    return Fraction(int(v.p), int(v.q))
 
 
 def _sqrt_upper(ctx: Context, s):

@@ -53,7 +53,7 @@ import mpmath
 import sympy
 from sympy import Integer, Rational
 
-from ..contexts import BallContext, Context
+from ..contexts import BallContext, Context, as_fraction as _F
 from ..expr import parse_target
 from . import shi_liao as sl
 from .manifold_claims import ManifoldDomain
@@ -73,14 +73,6 @@ DEFAULTS = {"circle": (Rational(1, 4), Rational(1, 2)), "sphere": (Rational(1, 4
             "torus": (Rational(1, 8), Rational(9, 10)), "curve": (Rational(1, 4), Rational(1, 2))}
 _MP = mpmath.MPContext()
 _MP.prec = 120
-
-
-def _F(v) -> Fraction:
-    if isinstance(v, Fraction):
-        return v
-    if isinstance(v, int):
-        return Fraction(v)
-    return Fraction(int(v.p), int(v.q))
 
 
 def _mp_fraction(x, den: int = 10**9) -> Fraction:
