@@ -12,7 +12,6 @@ of log risk against log n beside -2 alpha/(2 alpha + d) (and, for the curve, the
 
 import argparse
 import time
-from fractions import Fraction
 
 from symbounds.empirical import CASES, fit_slope, measure
 from symbounds.rate import rate_report

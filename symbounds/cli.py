@@ -279,7 +279,7 @@ def _certify(args) -> int:
         print(f"symbounds certify: sup over [0,1]^{inst.d} of |T(x) - g(x)| <= {inst.eps}  (target {inst.target_text})")
         print(f"  boxes: {len(res.boxes)} proved ({res.evaluated} evaluated), {len(res.undecided)} undecided")
         print(f"  largest certified error bound: {mb}")
-        print(f"  assumptions on g (grid): " + ", ".join(f"{a['id']} {a['verdict']}" for a in cert["assumptions"]))
+        print("  assumptions on g (grid): " + ", ".join(f"{a['id']} {a['verdict']}" for a in cert["assumptions"]))
         if res.counterexample:
             print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), |T - g| = {res.counterexample['error']}")
         print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))

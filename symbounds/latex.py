@@ -405,21 +405,6 @@ def order_tex(s: str) -> str:
     return "$" + body + "$"
 
 
-#: SPEC A.9, used only when :mod:`symbounds.papers.tables` is not importable.
-_FALLBACK_COMPARISON = [
-    {"work": "Gurevych et al.", "attention": "hardmax", "positions": "none / hand-made", "depth": "O(1)",
-     "parameters": "O(eps^{-d/alpha})", "domain": "Euclidean grid"},
-    {"work": "Takakura & Suzuki", "attention": "softmax", "positions": "sinusoidal", "depth": "O(poly log(1/eps))",
-     "parameters": "O(eps^{-d/alpha} poly log(1/eps))", "domain": "anisotropic Euclidean"},
-    {"work": "Havrilla & Liao", "attention": "ReLU attention", "positions": "sinusoidal", "depth": "O(log(1/eps))",
-     "parameters": "O(eps^{-d/alpha} log(1/eps))", "domain": "low-dim manifold"},
-    {"work": "Shi et al.", "attention": "softmax", "positions": "standard", "depth": "O(log(1/eps))",
-     "parameters": "O(eps^{-d/alpha} log(1/eps))", "domain": "hierarchical composition"},
-    {"work": "Jiao et al.", "attention": "softmax", "positions": "coordinate projection", "depth": "O(log(1/eps))",
-     "parameters": "O(eps^{-d/alpha} log(1/eps))", "domain": "Hoelder"},
-    {"work": "[SL26]", "attention": "softmax", "positions": "sinusoidal", "depth": "2",
-     "parameters": "O(eps^{-d/alpha})", "domain": "Euclidean and manifold"},
-]
 
 _ABLATION_HEAD = {
     "manifold": "manifold", "d": "$d$", "ambient": r"$\bar D$", "eps": r"$\varepsilon$", "C_H": "$C_H$",
@@ -453,11 +438,9 @@ def _booktabs(columns, head, rows, align=None) -> list:
 def tables_latex(fragment: bool = False) -> str:
     """SPEC A.9's comparison table and the A.7 ablation (manifold net against the ambient cube),
     booktabs, from :mod:`symbounds.papers.tables`."""
-    try:
-        from .papers import tables as T
-    except ImportError:  # the data module is someone else's; keep the comparison table working
-        T = None
-    comparison = T.COMPARISON if T is not None else _FALLBACK_COMPARISON
+    from .papers import tables as T
+
+    comparison = T.COMPARISON
     cols = ("work", "attention", "positions", "depth", "parameters", "domain")
     rows = []
     for r in comparison:
@@ -474,30 +457,26 @@ def tables_latex(fragment: bool = False) -> str:
     for r in measured:
         out.append(rf"\noindent\textbf{{Measured here for {text_tex(r['work'])}:}} {text_tex(r['measured here'])}")
         out.append("")
-    if T is not None and hasattr(T, "ABLATION"):
-        acols = tuple(T.ABLATION_COLUMNS)
-        arows = [[_cell(v) for v in row] for row in T.ABLATION]
-        out += [r"\subsection*{Ablation: a net of the manifold against a grid of the ambient cube (SPEC A.7)}",
-                r"\begin{table}[h]\centering\small",
-                r"\resizebox{\linewidth}{!}{%",
-                *_booktabs(acols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in acols], arows,
-                           "l" + "r" * (len(acols) - 1)),
-                r"}",
-                r"\caption{Tokens $P$ and dense parameters of the two-block network: centres on an "
-                r"$r_g$-net of the manifold (grows with the intrinsic $d$) against the grid of "
-                r"$[0,1]^{\bar D}$ (grows with $\bar D$); $\alpha = 1$.}",
-                r"\end{table}"]
-    if T is not None and hasattr(T, "SLOPES"):
-        scols = tuple(T.SLOPE_COLUMNS)
-        srows = [[_cell(v) for v in row] for row in T.SLOPES]
-        out += [r"\begin{table}[h]\centering\small",
-                *_booktabs(scols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in scols], srows,
-                           "l" + "r" * (len(scols) - 1)),
-                r"\caption{Least-squares slope of $\log P$ against $\log(1/\varepsilon)$, "
-                r"$\varepsilon = 2^{-4}\ldots 2^{-12}$.}",
-                r"\end{table}"]
-    if T is None:
-        out.append(r"\emph{The ablation data (symbounds.papers.tables) is not installed.}")
+    acols = tuple(T.ABLATION_COLUMNS)
+    arows = [[_cell(v) for v in row] for row in T.ABLATION]
+    out += [r"\subsection*{Ablation: a net of the manifold against a grid of the ambient cube (SPEC A.7)}",
+            r"\begin{table}[h]\centering\small",
+            r"\resizebox{\linewidth}{!}{%",
+            *_booktabs(acols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in acols], arows,
+                       "l" + "r" * (len(acols) - 1)),
+            r"}",
+            r"\caption{Tokens $P$ and dense parameters of the two-block network: centres on an "
+            r"$r_g$-net of the manifold (grows with the intrinsic $d$) against the grid of "
+            r"$[0,1]^{\bar D}$ (grows with $\bar D$); $\alpha = 1$.}",
+            r"\end{table}"]
+    scols = tuple(T.SLOPE_COLUMNS)
+    srows = [[_cell(v) for v in row] for row in T.SLOPES]
+    out += [r"\begin{table}[h]\centering\small",
+            *_booktabs(scols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in scols], srows,
+                       "l" + "r" * (len(scols) - 1)),
+            r"\caption{Least-squares slope of $\log P$ against $\log(1/\varepsilon)$, "
+            r"$\varepsilon = 2^{-4}\ldots 2^{-12}$.}",
+            r"\end{table}"]
     return document("\n".join(out), fragment, title="[SL26]: comparison and ablation tables")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import sympy
 
@@ -218,7 +217,7 @@ def as_json(res: PouResult) -> dict:
 
 
 def render_text(res: PouResult) -> str:
-    inst, K = res.instance, res.K
+    inst = res.instance
     if not isinstance(inst, sl.Instance):  # a manifold
         head = f"instance  {inst.label()}  target: {_short(inst.inst.target_text)}"
         inst = inst.inst

@@ -4,13 +4,12 @@ and `symbounds check` rejects every kind of edit."""
 import csv
 import json
 import math
-from dataclasses import replace
 from fractions import Fraction as F
 
 import pytest
 
 from symbounds.certify import (Box, CertifyOptions, boxes_cover_cube, certify_instance, certify_model,
-                               check_certificate, CertificateError)
+                               check_certificate)
 from symbounds.cli import main
 from symbounds.io import model_to_json
 from symbounds.papers import shi_liao as sl

@@ -21,7 +21,7 @@ from symbounds.contexts import (
     Undecided,
     make_context,
 )
-from symbounds.transformer import Attention, FeedForward, Head, Transformer, forward, Embedding, Readout
+from symbounds.transformer import Attention, Head, Transformer, forward, Embedding, Readout
 
 PRECS = (30, 53, 128)
 

@@ -13,7 +13,6 @@ import subprocess
 
 import mpmath
 import pytest
-import sympy
 
 from symbounds import latex as lx
 from symbounds.papers import shi_liao as sl

@@ -299,7 +299,6 @@ def _final_distances(ctx, comp, con, model):
 def certify_softmax(con, prec: int = 256, max_prec: int = 4096, model: Transformer | None = None):
     """Ball part + exact part; returns ``(claims, exact, info)``.  Precision doubles while the ball
     part cannot place some token (up to ``max_prec``)."""
-    ds = con.dataset
     model = con.model if model is None else model
     if model is not con.model:
         con = al.Construction(**{**con.__dict__, "model": model})
