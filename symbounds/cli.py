@@ -403,11 +403,7 @@ def _interp(args) -> int:
     tau = _number(args.tau, "--tau") if args.tau is not None else Fraction(1, 64)
     if tau <= 0:
         raise UsageError(f"--tau {args.tau}: must be positive")
-    for path in (args.out, args.export):
-        if path is not None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise UsageError(f"{path}: folder {folder} does not exist")
+    _check_out_folders(args.out, args.export)
     try:
         if args.data is not None:
             ds = load_dataset(args.data)
@@ -439,23 +435,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
-        if args.command == "pou":
-            return _pou(args)
-        if args.command == "certify":
-            return _certify(args)
-        if args.command == "check":
-            return _check(args)
-        if args.command == "sweep":
-            return _sweep(args)
-        if args.command == "rate":
-            return _rate(args)
-        if args.command == "interp":
-            return _interp(args)
-        if args.command == "latex":
-            return _latex(args)
-        if args.command == "plot":
-            return _plot(args)
-        raise UsageError(f"unknown command {args.command!r}")
+        commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
+                    "interp": _interp, "latex": _latex, "plot": _plot}
+        return commands[args.command](args)
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)
         return 2

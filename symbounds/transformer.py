@@ -157,17 +157,12 @@ class Transformer:
                     yield f"layer{i}.{nm}", getattr(layer, nm)
                 yield f"layer{i}.skip", layer.skip
 
-    def parameters(self):
-        """Every scalar parameter (skip weights included; embedding and readout excluded)."""
-        for _, arr in self.weight_arrays():
-            if isinstance(arr, tuple):
-                for row in arr:
-                    if isinstance(row, tuple):
-                        yield from row
-                    else:
-                        yield row
-            else:
-                yield arr
+    def weights(self):
+        """Every scalar weight and bias of the attention and feed-forward layers (skip weights,
+        the embedding and the readout excluded): what the parameter counts and norms range over."""
+        for name, arr in self.weight_arrays():
+            if not name.endswith(".skip"):
+                yield from _flatten(arr)
 
     def count_parameters(self) -> tuple[int, int]:
         """(dense, nonzero) parameter counts over attention and feed-forward weights and biases.
@@ -176,12 +171,9 @@ class Transformer:
         encoding) and readout are not counted either.
         """
         dense = nonzero = 0
-        for name, arr in self.weight_arrays():
-            if name.endswith(".skip"):
-                continue
-            for v in _flatten(arr):
-                dense += 1
-                nonzero += not _is_exact_zero(v)
+        for v in self.weights():
+            dense += 1
+            nonzero += not _is_exact_zero(v)
         return dense, nonzero
 
     # ---------------------------------------------------------------------------------------

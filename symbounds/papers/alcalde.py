@@ -544,31 +544,16 @@ def paper_blocks(ds: Dataset, attention: str = "hardmax") -> int:
     return 2 * ds.M + 2 * ds.N + 1 if attention == "hardmax" else 2 * ds.M + 3 * ds.N
 
 
-def _weights(model: Transformer):
-    for name, arr in model.weight_arrays():
-        if name.endswith(".skip"):
-            continue
-        yield from _flat(arr)
-
-
-def _flat(arr):
-    if isinstance(arr, tuple):
-        for a in arr:
-            yield from _flat(a)
-    else:
-        yield arr
-
-
 def theta_norm_sq(model: Transformer) -> Fraction:
     """``||theta*||^2``: the sum of squares of every weight and bias (skip weights are part of the
     architecture, as in :meth:`Transformer.count_parameters`)."""
-    return sum((Fraction(v) ** 2 for v in _weights(model)), Fraction(0))
+    return sum((Fraction(v) ** 2 for v in model.weights()), Fraction(0))
 
 
 def max_bits(model: Transformer) -> tuple[int, int]:
     """Largest bit size of a numerator and of a denominator over all parameters."""
     num = den = 0
-    for v in _weights(model):
+    for v in model.weights():
         f = Fraction(v)
         num = max(num, abs(f.numerator).bit_length())
         den = max(den, f.denominator.bit_length())

@@ -24,7 +24,6 @@ Paper symbols: ``X^j = (x^j_1..x^j_{n_j})`` is ``Dataset.inputs[j]``, ``Y^j`` is
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -40,7 +39,6 @@ __all__ = [
     "parse_exact",
 ]
 
-_NUMBER = re.compile(r"^[+-]?(\d{1,4000})(/\d{1,4000}|\.\d{0,4000})?([eE][+-]?\d{1,4})?$")
 _MAX_FILE = 256 * 2**20
 
 Point = tuple  # tuple of Fractions
@@ -88,16 +86,12 @@ def parse_exact(v, what: str) -> Fraction:
     if isinstance(v, Fraction):
         return v
     if isinstance(v, str):
-        t = v.strip()
-        m = _NUMBER.match(t)
-        if not m or (m.group(2) and m.group(2).startswith("/") and m.group(3)):
-            raise DatasetError(f"{what}: {v[:40]!r} is not a number (use 3, '-7/8' or '0.125')")
-        if m.group(3) and abs(int(m.group(3)[1:])) > 1000:
-            raise DatasetError(f"{what}: exponent out of range in {v[:40]!r}")
+        from ..io import ModelFileError, parse_number
+
         try:
-            return Fraction(t)
-        except ZeroDivisionError:
-            raise DatasetError(f"{what}: division by zero in {v[:40]!r}") from None
+            return parse_number(v, what)
+        except ModelFileError as e:
+            raise DatasetError(str(e)) from None
     raise DatasetError(f"{what}: expected a number, got {type(v).__name__}")
 
 

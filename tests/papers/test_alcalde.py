@@ -444,9 +444,16 @@ def test_interp_run_json_and_text():
     for key in ("blocks", "blocks_formula", "width", "params_dense", "params_nonzero", "theta_norm_sq", "claims"):
         assert key in j
     assert j["blocks"] == j["blocks_formula"]["K"] + 2 * ds.M
-    # ||theta*||^2 is the exact sum of squares of the weights
+    # ||theta*||^2 is the exact sum of squares of the weights, walked here layer by layer
     theta = F(j["theta_norm_sq"])
-    assert theta == sum(F(v) ** 2 for v in al._weights(res.model))
+    sq = lambda m: sum(F(v) ** 2 for row in m for v in row)
+    expected = F(0)
+    for layer in res.model.layers:
+        if hasattr(layer, "heads"):
+            expected += sum(sq(h.W_Q) + sq(h.W_K) + sq(h.W_V) + sq(h.W_O) for h in layer.heads)
+        else:
+            expected += sq(layer.W1) + sq(layer.W2) + sq([layer.b1]) + sq([layer.b2])
+    assert theta == expected
     assert F(j["regularisation"][0]["loss_bound"]) == theta / 10
     text = interp.render_text(res)
     assert "verdict: proved" in text and "2M + 2N + 1" in text
