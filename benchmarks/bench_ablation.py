@@ -11,7 +11,7 @@ eps = 2^-4 .. 2^-12, which must approach d/alpha for the net and D/alpha for the
 
 import time
 
-from symbounds.papers import ablation as ab
+from symbounds.papers.shi_liao import ablation as ab
 
 ROWS = [
     # manifold, ambient, eps, C_H (the default target's geodesic constant), alpha

@@ -10,7 +10,8 @@ boxes, all included).
 import argparse
 import time
 
-from symbounds.certify import CertifyOptions, certify_instance
+from symbounds.core.boxes import CertifyOptions
+from symbounds.papers.shi_liao.certificate import certify_instance
 from symbounds.papers import shi_liao as sl
 
 INSTANCES = {

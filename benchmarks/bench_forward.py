@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from np_forward import NumpyModel  # noqa: E402
 
-from symbounds.contexts import BallContext, MPContext  # noqa: E402
-from symbounds.io import model_to_json  # noqa: E402
+from symbounds.core.contexts import BallContext, MPContext  # noqa: E402
+from symbounds.core.modelfile import model_to_json  # noqa: E402
 from symbounds.papers import shi_liao as sl  # noqa: E402
-from symbounds.transformer import _attention_matrix, forward  # noqa: E402
+from symbounds.core.transformer import _attention_matrix, forward  # noqa: E402
 
 EPS = {64: "19/50", 256: "9/50", 1024: "9/100"}  # m = 8, 16, 32 per axis with C_H = 1 (d = 2)
 
@@ -40,7 +40,7 @@ def one_head_seconds(ctx, model):
     num = model.numeric(ctx)
     _, kind, _, tau, heads = num.layers[0]
     WQ, WK = heads[0][0], heads[0][1]
-    from symbounds.transformer import embed
+    from symbounds.core.transformer import embed
 
     Z = embed(ctx, model, (Fraction(1, 3), Fraction(1, 5)))
     with ctx.scope():

@@ -15,7 +15,7 @@ import time
 from fractions import Fraction
 
 from symbounds.papers import alcalde as al
-from symbounds.papers.alcalde_data import authors_dataset, core_dataset, random_dataset
+from symbounds.papers.alcalde.dataset import authors_dataset, core_dataset, random_dataset
 
 
 def case(name, ds, variant="plain"):
@@ -32,7 +32,7 @@ def case(name, ds, variant="plain"):
 
 
 def softmax_case(name, ds, tau=Fraction(1, 64)):
-    from symbounds.papers import alcalde_softmax as sm
+    from symbounds.papers.alcalde import softmax as sm
 
     t0 = time.perf_counter()
     con = sm.build_softmax(ds, tau)

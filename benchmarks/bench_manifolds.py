@@ -10,8 +10,8 @@ points) and float64 set beside the balls; L7.M certifies |T - g| <= eps over the
 
 import time
 
-from symbounds.papers import manifolds as mf
-from symbounds.pou import PouOptions, run
+from symbounds.papers.shi_liao.manifolds import manifold as mf
+from symbounds.papers.shi_liao.run import PouOptions, run
 
 CASES = [("circle", None), ("circle", 10), ("sphere", None), ("sphere", 6), ("torus", None), ("curve", 10),
          ("curve", 16)]

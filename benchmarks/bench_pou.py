@@ -13,7 +13,7 @@ import platform
 import time
 
 from symbounds.papers import shi_liao as sl
-from symbounds.pou import PouOptions, run
+from symbounds.papers.shi_liao.run import PouOptions, run
 
 INSTANCES = {
     "d1": ("d=1, C_H=2, B=2, eps=1/10", sl.Instance()),

@@ -13,8 +13,8 @@ of log risk against log n beside -2 alpha/(2 alpha + d) (and, for the curve, the
 import argparse
 import time
 
-from symbounds.empirical import CASES, fit_slope, measure
-from symbounds.rate import rate_report
+from symbounds.papers.shi_liao.empirical import CASES, fit_slope, measure
+from symbounds.papers.shi_liao.rate import rate_report
 
 NS = [100, 316, 1000, 3162, 10000, 31623]
 

@@ -22,9 +22,9 @@
 # Every computation is an import from `symbounds`; the clouds are exact rationals.
 
 # %%
-from symbounds.interp import InterpOptions, run
-from symbounds.papers.alcalde_data import random_dataset
-from symbounds.stages import STAGES, figure_stages, stage_clouds
+from symbounds.papers.alcalde.run import InterpOptions, run
+from symbounds.papers.alcalde.dataset import random_dataset
+from symbounds.papers.alcalde.stages import STAGES, figure_stages, stage_clouds
 
 ds = random_dataset(3, 8, 2, 2, seed=1)  # N = 3 sequences of up to 8 tokens in R^2, up to 2 targets
 res = run(ds, InterpOptions(variant="plain"))

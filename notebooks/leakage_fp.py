@@ -25,7 +25,7 @@
 from fractions import Fraction
 
 from symbounds.papers import shi_liao as sl
-from symbounds.plot import leakage_rows, plot_leakage
+from symbounds.app.plot import leakage_rows, plot_leakage
 
 inst = sl.Instance()  # d = 1, alpha = 1, C_H = 2, B = 2, eps = 1/10: P = 40 tokens
 Ms = [Fraction(500), Fraction(1743), Fraction(10000), Fraction(100000)]

@@ -77,7 +77,7 @@ with ctx.scope():
 # positive radius can decide; symbounds then decides them exactly with SymPy.
 
 # %%
-from symbounds.verify import escalate  # noqa: E402
+from symbounds.core.claims import escalate  # noqa: E402
 
 points = sl.sample_points(1, 5, 3)
 results, _, prec = escalate(lambda c: sl.measure(c, K, model, points), 128, 4096,

@@ -25,9 +25,9 @@
 # Every computation is an import from `symbounds`.
 
 # %%
-from symbounds.empirical import CASES, fit_slope, measure
-from symbounds.papers.ablation import slope, sweep
-from symbounds.plot import plot_loglog
+from symbounds.papers.shi_liao.empirical import CASES, fit_slope, measure
+from symbounds.papers.shi_liao.ablation import slope, sweep
+from symbounds.app.plot import plot_loglog
 
 curve = sweep("curve", 1, 1, 10, ks=range(1, 9))  # (eps, P_manifold, P_cube) at eps = 2^-k
 eps = [e for e, _, _ in curve]

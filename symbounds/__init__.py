@@ -3,12 +3,26 @@
 The public API, written out by hand.
 """
 
-__version__ = "0.1.0"
-
-from .contexts import BallContext, ExactContext, FPContext, MPContext, Undecided, make_context
-from .expr import ExprError, parse_target
-from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, forward
-from .verify import ClaimResult, Measured
+from .core.claims import ClaimResult, Measured
+from .core.contexts import (
+    BallContext,
+    ExactContext,
+    FPContext,
+    MPContext,
+    Undecided,
+    make_context,
+)
+from .core.expr import ExprError, parse_target
+from .core.transformer import (
+    Attention,
+    Embedding,
+    FeedForward,
+    Head,
+    Readout,
+    Transformer,
+    forward,
+)
+from .core.version import __version__
 
 __all__ = [
     "__version__",

@@ -1,5 +1,5 @@
 """``python -m symbounds`` runs the command line."""
 
-from .cli import entry
+from .app.cli import entry
 
 entry()

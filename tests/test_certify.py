@@ -8,10 +8,11 @@ from fractions import Fraction as F
 
 import pytest
 
-from symbounds.certify import (Box, CertifyOptions, boxes_cover_cube, certify_instance, certify_model,
-                               check_certificate)
-from symbounds.cli import main
-from symbounds.io import model_to_json
+from symbounds.core.boxes import Box, CertifyOptions, boxes_cover_cube, certify_model
+from symbounds.papers.shi_liao.certificate import certify_instance
+from symbounds.papers import check_certificate
+from symbounds.app.cli import main
+from symbounds.core.modelfile import model_to_json
 from symbounds.papers import shi_liao as sl
 
 SMALL = dict(alpha="1/2", C_H="1/2", B="1/4", eps="1/2", target="sin(x1)/4")  # P = 8
@@ -32,7 +33,7 @@ def test_d1_certificate_at_the_default_instance_is_proved():
     assert sum(b.hi[0] - b.lo[0] for b, _ in res.boxes) == 1
     assert all(bd <= F(1, 10) for _, bd in res.boxes)
     # the certified bound is a bound: the error at every box centre (in balls) is below it
-    from symbounds.certify import point_error
+    from symbounds.core.boxes import point_error
 
     model = sl.build(sl.constants(sl.Instance()))
     g = sl.Instance().target_expr()

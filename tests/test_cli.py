@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from symbounds.cli import main
+from symbounds.app.cli import main
 
 SMALL = ["--alpha", "1/2", "--holder", "1/2", "--bound", "1/4", "--eps", "1/2", "--target", "sin(x1)/4",
          "--quiet", "--points", "2"]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from symbounds.cli import main
+from symbounds.app.cli import main
 
 
 @pytest.mark.parametrize("argv", [["--manifold", "circle"], ["--manifold", "torus", "--ambient", "6"],

@@ -12,16 +12,8 @@ import pytest
 import sympy
 from hypothesis import given, settings, strategies as st
 
-from symbounds.contexts import (
-    BallContext,
-    ExactContext,
-    ExactUnsupported,
-    FPContext,
-    MPContext,
-    Undecided,
-    make_context,
-)
-from symbounds.transformer import Attention, Head, Transformer, forward, Embedding, Readout
+from symbounds.core.contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MPContext, Undecided, make_context
+from symbounds.core.transformer import Attention, Head, Transformer, forward, Embedding, Readout
 
 PRECS = (30, 53, 128)
 

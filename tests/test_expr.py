@@ -8,8 +8,8 @@ import pytest
 import sympy
 from hypothesis import given, settings, strategies as st
 
-import symbounds.expr as expr_mod
-from symbounds.expr import ExprError, parse_target, target_function, variables
+import symbounds.core.expr as expr_mod
+from symbounds.core.expr import ExprError, parse_target, target_function, variables
 
 X1, X2, X3 = variables(3)
 R = sympy.Rational

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from flint import fmpq
 
-from symbounds.contexts import BallContext, ExactContext
-from symbounds.io import ModelFileError, atomic_write, export_model, load_model, model_to_json, parse_number
+from symbounds.core.contexts import BallContext, ExactContext
+from symbounds.core.modelfile import ModelFileError, export_model, load_model, model_to_json, parse_number
+from symbounds.core.files import atomic_write
 from symbounds.papers import shi_liao as sl
-from symbounds.transformer import Attention, FeedForward, Head, Transformer, forward
+from symbounds.core.transformer import Attention, FeedForward, Head, Transformer, forward
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

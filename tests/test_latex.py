@@ -14,7 +14,7 @@ import subprocess
 import mpmath
 import pytest
 
-from symbounds import latex as lx
+from symbounds.app import latex as lx
 from symbounds.papers import shi_liao as sl
 
 HAVE_TEX = shutil.which("pdflatex") is not None and shutil.which("pdftotext") is not None
@@ -24,7 +24,7 @@ needs_tex = pytest.mark.skipif(not os.environ.get("CI") and not HAVE_TEX,
 
 @pytest.fixture(scope="module")
 def pou_result():
-    from symbounds.pou import PouOptions, run
+    from symbounds.papers.shi_liao.run import PouOptions, run
 
     return run(sl.Instance(), PouOptions(points=2))
 
@@ -131,7 +131,7 @@ def test_run_latex_bad_input_is_one_line_value_error(tmp_path):
 
 
 def test_tables_uses_the_data_module():
-    from symbounds.papers import tables as T
+    from symbounds.papers.shi_liao import tables as T
 
     text = lx.tables_latex(fragment=True)
     assert r"\toprule" in text and r"\midrule" in text and r"\bottomrule" in text
@@ -169,9 +169,9 @@ def test_pou_pdf_shows_the_certified_numbers(tmp_path, pou_result):
 
 @needs_tex
 def test_interp_and_tables_pdfs(tmp_path):
-    from symbounds.interp import InterpOptions, run
+    from symbounds.papers.alcalde.run import InterpOptions, run
     from symbounds.papers.alcalde import paper_blocks
-    from symbounds.papers.alcalde_data import random_dataset
+    from symbounds.papers.alcalde.dataset import random_dataset
 
     ds = random_dataset(3, 6, 2, 2, seed=0)
     res = run(ds, InterpOptions())
@@ -179,7 +179,7 @@ def test_interp_and_tables_pdfs(tmp_path):
     assert f"blocks, paper {2 * ds.M + 2 * ds.N + 1}" in flat and paper_blocks(ds) == 2 * ds.M + 2 * ds.N + 1
     assert f"blocks L {len(res.model.layers) // 2}" in flat
     tflat = re.sub(r"\s+", " ", _compile(tmp_path, "tables", lx.tables_latex()))
-    from symbounds.papers import tables as T
+    from symbounds.papers.shi_liao import tables as T
 
     for row in T.ABLATION:
         assert str(row[5]) in tflat

@@ -10,9 +10,9 @@ import pytest
 
 import matplotlib  # noqa: F401  (a dependency of symbounds: `symbounds plot`)
 
-from symbounds import plot as pl  # noqa: E402
+from symbounds.app import plot as pl  # noqa: E402
 from symbounds.papers import shi_liao as sl  # noqa: E402
-from symbounds.sweep import sweep, write_table  # noqa: E402
+from symbounds.papers.shi_liao.sweep import sweep, write_table  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -11,10 +11,10 @@ from fractions import Fraction
 import mpmath
 import pytest
 
-from symbounds.contexts import BallContext
+from symbounds.core.contexts import BallContext
 from symbounds.papers import shi_liao as sl
-from symbounds.pou import max_weight
-from symbounds.rate import add_rate_arguments, lipschitz_in_parameters, rate_report, run_rate
+from symbounds.papers.shi_liao.run import max_weight
+from symbounds.papers.shi_liao.rate import add_rate_arguments, lipschitz_in_parameters, rate_report, run_rate
 
 mp = mpmath.MPContext()
 mp.prec = 200
@@ -146,7 +146,7 @@ NS = [100, 316, 1000, 3162, 10000, 31623]  # 1.5 decades
 
 @pytest.mark.parametrize("key, d, ambient", [("cube-d1", 1, 1), ("curve-10", 1, 10)])
 def test_measured_rate_slope(key, d, ambient):
-    from symbounds.empirical import fit_slope, measure
+    from symbounds.papers.shi_liao.empirical import fit_slope, measure
 
     rows = measure(key, NS, reps=10)
     s = fit_slope(rows)
@@ -158,7 +158,7 @@ def test_measured_rate_slope(key, d, ambient):
 
 @pytest.mark.slow
 def test_measured_rate_slope_cube_d2():
-    from symbounds.empirical import fit_slope, measure
+    from symbounds.papers.shi_liao.empirical import fit_slope, measure
 
     s = fit_slope(measure("cube-d2", NS, reps=10))
     assert abs(s + 0.5) < 0.1, s

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symbounds.contexts import BallContext, ExactContext, Undecided
+from symbounds.core.contexts import BallContext, ExactContext, Undecided
 from symbounds.papers import shi_liao as sl
-from symbounds.taylor import TaylorContext
-from symbounds.transformer import FeedForward, Transformer, Embedding, Readout, forward
+from symbounds.core.taylor import TaylorContext
+from symbounds.core.transformer import FeedForward, Transformer, Embedding, Readout, forward
 
 PREC = 96
 

@@ -13,17 +13,8 @@ import mpmath
 import pytest
 import sympy
 
-from symbounds.contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MPContext, Undecided
-from symbounds.transformer import (
-    Attention,
-    Embedding,
-    FeedForward,
-    Head,
-    Readout,
-    Trace,
-    Transformer,
-    forward,
-)
+from symbounds.core.contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MPContext, Undecided
+from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Trace, Transformer, forward
 
 
 

@@ -1,13 +1,28 @@
-"""One module per paper: its constants (SymPy), its construction (weights) and its claims.
+"""The constructions: one folder per paper, and the one registry that the command line, the
+certificate checker and the catalogue test read.
 
-``CATALOGUE`` maps a short key to the module, written out by hand (no registration magic).
+A new construction is a folder holding a :class:`~symbounds.core.paper.Paper` and one line here
+(docs/adding-a-construction.md).
 """
 
-from . import alcalde, shi_liao
+from __future__ import annotations
 
-CATALOGUE = {
-    "shi_liao": shi_liao,
-    "alcalde": alcalde,
-}
+from ..core.certificate import CertificateError
+from ..core.certificate import check_certificate as _check
+from ..core.paper import Paper
+from .alcalde.paper import PAPER as _ALCALDE
+from .shi_liao.paper import PAPER as _SHI_LIAO
 
-__all__ = ["CATALOGUE", "alcalde", "shi_liao"]
+#: key -> :class:`~symbounds.core.paper.Paper`
+CATALOGUE: dict[str, Paper] = {p.key: p for p in (_SHI_LIAO, _ALCALDE)}
+
+__all__ = ["CATALOGUE", "check_certificate"]
+
+
+def check_certificate(cert: dict, prec: int | None = None, progress=None) -> dict:
+    """Re-verify a certificate with the construction it names (``construction`` field)."""
+    key = cert.get("construction") if isinstance(cert, dict) else None
+    paper = CATALOGUE.get(key) if isinstance(key, str) else None
+    if paper is None or paper.rebuild is None:
+        raise CertificateError(f"unknown construction {str(key)[:40]!r}: not one whose certificates can be checked")
+    return _check(cert, paper.rebuild, prec, progress)

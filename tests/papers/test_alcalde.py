@@ -13,19 +13,11 @@ from fractions import Fraction as F
 
 import pytest
 
-from symbounds.contexts import ExactContext
-from symbounds.papers import alcalde as al
-from symbounds.papers.alcalde_data import (
-    Dataset,
-    DatasetError,
-    core_dataset,
-    dataset_from_json,
-    dataset_to_json,
-    load_dataset,
-    random_dataset,
-)
-from symbounds.papers.alcalde_eval import evaluate, output_set
-from symbounds.transformer import Attention, FeedForward, Head, Transformer, forward
+from symbounds.core.contexts import ExactContext
+from symbounds.papers.alcalde import construction as al
+from symbounds.papers.alcalde.dataset import Dataset, DatasetError, core_dataset, dataset_from_json, dataset_to_json, load_dataset, random_dataset
+from symbounds.papers.alcalde.evaluate import evaluate, output_set
+from symbounds.core.transformer import Attention, FeedForward, Head, Transformer, forward
 
 
 def P(*a):
@@ -333,7 +325,7 @@ def _multiset_generic(model, X):
 def _multiset_fast(model, X):
     (s,), _ = evaluate(model, [X])
     out: dict = {}
-    from symbounds.papers.alcalde_eval import state_points
+    from symbounds.papers.alcalde.evaluate import state_points
 
     for r, c in zip(state_points(s), s.counts):
         out[r] = out.get(r, 0) + c
@@ -362,9 +354,9 @@ def test_fast_evaluator_equals_generic_on_constructions():
 # ------------------------------------------------------------------------------------------
 # softmax: Arb balls + the exact piecewise-linear argument
 
-from symbounds.contexts import BallContext  # noqa: E402
-from symbounds.papers import alcalde_softmax as sm  # noqa: E402
-from symbounds.papers.alcalde_data import authors_dataset  # noqa: E402
+from symbounds.core.contexts import BallContext  # noqa: E402
+from symbounds.papers.alcalde import softmax as sm  # noqa: E402
+from symbounds.papers.alcalde.dataset import authors_dataset  # noqa: E402
 
 
 @pytest.mark.parametrize("ds", [NO_PRIVATE, random_dataset(4, 6, 3, 2, seed=4, share=F(1, 2)),
@@ -432,13 +424,14 @@ def test_authors_dataset_shape():
 # ------------------------------------------------------------------------------------------
 # orchestration
 
-from symbounds import interp  # noqa: E402
+from symbounds.papers.alcalde import run as interp  # noqa: E402
+from symbounds.app.report import interp_json, interp_text  # noqa: E402
 
 
 def test_interp_run_json_and_text():
     ds = random_dataset(4, 6, 2, 2, seed=2)
     res = interp.run(ds, interp.InterpOptions(variant="plain"))
-    j = interp.as_json(res)
+    j = interp_json(res)
     assert j["exact"] is True and j["verdict"] == "proved" and res.exit_code == 0
     assert j["dataset"] == {"N": 4, "d": 2, "n_j": ds.n, "m_j": ds.m}
     for key in ("blocks", "blocks_formula", "width", "params_dense", "params_nonzero", "theta_norm_sq", "claims"):
@@ -455,10 +448,10 @@ def test_interp_run_json_and_text():
             expected += sq(layer.W1) + sq(layer.W2) + sq([layer.b1]) + sq([layer.b2])
     assert theta == expected
     assert F(j["regularisation"][0]["loss_bound"]) == theta / 10
-    text = interp.render_text(res)
+    text = interp_text(res)
     assert "verdict: proved" in text and "2M + 2N + 1" in text
     soft = interp.run(ds, interp.InterpOptions(attention="softmax", tau=F(1, 32)))
-    js = interp.as_json(soft)
+    js = interp_json(soft)
     assert js["exact"] is True and js["tau"] == "1/32"
 
 
@@ -477,7 +470,7 @@ def _rerun_with_fractions(path, X):
 
 
 def test_exported_model_reruns_with_plain_fractions(tmp_path):
-    from symbounds.io import export_model, load_model
+    from symbounds.core.modelfile import export_model, load_model
 
     con = al.build(NO_PRIVATE, "compressed")
     path = tmp_path / "model.json"
@@ -497,7 +490,7 @@ def test_exported_model_reruns_with_plain_fractions(tmp_path):
 
 
 def test_cli_interp(tmp_path, capsys):
-    from symbounds.cli import main
+    from symbounds.app.cli import main
 
     data = tmp_path / "ds.json"
     data.write_text(json.dumps(dataset_to_json(NO_PRIVATE)))
@@ -518,7 +511,7 @@ def test_cli_interp(tmp_path, capsys):
     (["interp"], "--data"),
 ])
 def test_cli_interp_bad_input(argv, words, capsys):
-    from symbounds.cli import main
+    from symbounds.app.cli import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -526,7 +519,7 @@ def test_cli_interp_bad_input(argv, words, capsys):
 
 
 def test_cli_interp_bad_dataset(tmp_path, capsys):
-    from symbounds.cli import main
+    from symbounds.app.cli import main
 
     path = tmp_path / "bad.json"
     path.write_text('{"d": 2, "sequences": [{"input": [[1, 2], [3, 4]], "target": [[0, 0], [0, 0]]}]}')

@@ -15,10 +15,10 @@ import pytest
 import sympy
 from sympy import Rational
 
-from symbounds.contexts import BallContext
-from symbounds.papers import manifolds as mf
+from symbounds.core.contexts import BallContext
+from symbounds.papers.shi_liao.manifolds import manifold as mf
 from symbounds.papers import shi_liao as sl
-from symbounds.verify import decide, escalate, exit_code
+from symbounds.core.claims import decide, escalate, exit_code
 
 CASES = {
     "circle": ("circle", None),
@@ -210,7 +210,8 @@ def test_user_target_needs_a_holder_constant():
 
 
 def test_pou_run_on_a_manifold():
-    from symbounds.pou import as_json, render_text, run, PouOptions
+    from symbounds.papers.shi_liao.run import run, PouOptions
+    from symbounds.app.report import pou_json as as_json, pou_text as render_text
 
     res = run(mf.manifold_instance("torus"), PouOptions(points=2))
     assert res.exit_code == 0
@@ -247,7 +248,7 @@ def test_reach():
 
 @pytest.mark.parametrize("name, ambient", [("circle", None), ("curve", 10)])
 def test_whole_manifold_certificate(name, ambient):
-    from symbounds.papers.manifold_certify import certify_on_manifold
+    from symbounds.papers.shi_liao.manifolds.certify import certify_on_manifold
 
     mi = mf.manifold_instance(name, ambient)
     K = mi.constants()
@@ -259,10 +260,10 @@ def test_whole_manifold_certificate(name, ambient):
 def test_whole_manifold_tighter_eps_proved_and_too_tight_refuted():
     from dataclasses import replace
 
-    from symbounds.contexts import MPContext
-    from symbounds.expr import variables
-    from symbounds.papers.manifold_certify import certify_on_manifold
-    from symbounds.transformer import forward
+    from symbounds.core.contexts import MPContext
+    from symbounds.core.expr import variables
+    from symbounds.papers.shi_liao.manifolds.certify import certify_on_manifold
+    from symbounds.core.transformer import forward
 
     mi = mf.manifold_instance("circle")
     K = mi.constants()
@@ -286,7 +287,7 @@ def test_whole_manifold_tighter_eps_proved_and_too_tight_refuted():
 
 @pytest.mark.slow
 def test_whole_sphere_certificate():
-    from symbounds.papers.manifold_certify import certify_on_manifold
+    from symbounds.papers.shi_liao.manifolds.certify import certify_on_manifold
 
     mi = mf.manifold_instance("sphere")
     K = mi.constants()

@@ -14,10 +14,10 @@ import pytest
 import sympy
 from sympy import Rational
 
-from symbounds.contexts import BallContext, FPContext, MPContext
-from symbounds.fpcompare import compare_claims
+from symbounds.core.contexts import BallContext, FPContext, MPContext
+from symbounds.core.fpcompare import compare_claims
 from symbounds.papers import shi_liao as sl
-from symbounds.verify import decide, escalate, exit_code
+from symbounds.core.claims import decide, escalate, exit_code
 
 
 def certify(inst_or_model, K=None, points=None, max_prec=4096):
@@ -290,7 +290,7 @@ def test_a_replaced_model_does_not_reuse_cached_weights(default_build):
     K, model = default_build
     x = (Fraction(1, 3),)
     ctx = BallContext(128)
-    from symbounds.transformer import forward
+    from symbounds.core.transformer import forward
 
     before = forward(ctx, model, x)  # fills the caches of `model`
     att = model.layers[sl.ATT2]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from symbounds.papers import ablation as ab
-from symbounds.papers import tables as tb
+from symbounds.papers.shi_liao import ablation as ab
+from symbounds.papers.shi_liao import tables as tb
 
 
 @pytest.mark.parametrize("row", tb.ABLATION)

@@ -39,6 +39,8 @@ import flint
 import mpmath
 import sympy
 
+from .exact import arb_to_fraction
+
 __all__ = [
     "Context",
     "ExactContext",
@@ -74,15 +76,6 @@ def _as_fmpq(v) -> flint.fmpq:
     if isinstance(v, sympy.Rational):
         return flint.fmpq(int(v.p), int(v.q))
     raise TypeError(f"not an exact rational: {v!r}")
-
-
-def as_fraction(v) -> Fraction:
-    """An exact ``Fraction`` from an int, Fraction, fmpq or SymPy Rational."""
-    if isinstance(v, Fraction):
-        return v
-    if isinstance(v, int):
-        return Fraction(v)
-    return Fraction(int(v.p), int(v.q))
 
 
 class Context:
@@ -374,16 +367,9 @@ class BallContext(Context):
 
     def to_fraction_bounds(self, x):
         # exact endpoints mid -+ rad (independent of the ambient flint.ctx.prec)
-        mid = _arb_exact_to_fraction(x.mid())
-        rad = _arb_exact_to_fraction(x.rad())
+        mid = arb_to_fraction(x.mid())
+        rad = arb_to_fraction(x.rad())
         return mid - rad, mid + rad
-
-
-def _arb_exact_to_fraction(x: flint.arb) -> Fraction:
-    """The exact value of an exact (radius-0) arb, as a Fraction."""
-    man, exp = x.man_exp()
-    man, exp = int(man), int(exp)
-    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2 ** (-exp))
 
 
 class MPContext(Context):

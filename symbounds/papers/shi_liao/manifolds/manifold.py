@@ -53,10 +53,12 @@ import mpmath
 import sympy
 from sympy import Integer, Rational
 
-from ..contexts import BallContext, Context, as_fraction as _F
-from ..expr import parse_target
-from . import shi_liao as sl
-from .manifold_claims import ManifoldDomain
+from ....core.contexts import BallContext, Context
+from ....core.exact import as_fraction as _F
+from ....core.expr import parse_target
+from ... import shi_liao as sl
+from ..constants import _exact
+from .claims import ManifoldDomain
 
 __all__ = ["Manifold", "ManifoldDomain", "ManifoldInstance", "manifold_instance", "instance_from_args", "make_manifold", "cayley", "NAMES", "KAPPA",
            "circle_point", "net_size"]
@@ -332,7 +334,7 @@ def make_manifold(name: str, ambient: int | None = None, radius=None) -> Manifol
         raise ValueError(f"ambient dimension {ambient} is below the {n0} that the {name} needs")
     if ambient > 64:
         raise ValueError(f"ambient dimension {ambient} is above the limit 64")
-    rho = _DEFAULT_RADIUS[name] if radius is None else sl._exact(radius, "radius")
+    rho = _DEFAULT_RADIUS[name] if radius is None else _exact(radius, "radius")
     if rho <= 0:
         raise ValueError(f"the radius must be positive, got {rho}")
     radii = {"circle": (rho,), "sphere": (rho,), "torus": (rho, rho), "curve": (rho, rho / 6, rho / 6)}[name]
@@ -452,7 +454,7 @@ class ManifoldInstance:
         """``x`` (exact rationals, ``D̄`` of them) if it lies on M exactly; else ``ValueError``."""
         if len(x) != self.man.ambient:
             raise ValueError(f"a point on the {self.man.name} needs {self.man.ambient} coordinates, got {len(x)}")
-        x = tuple(_F(sl._exact(v, "point")) for v in x)
+        x = tuple(_F(_exact(v, "point")) for v in x)
         if self.man.residual(x) != 0:
             raise ValueError(f"the point ({', '.join(map(str, x))[:60]}) does not lie on the {self.man.name} "
                              "exactly (use rational points of it)")
@@ -485,10 +487,10 @@ def manifold_instance(name: str, ambient: int | None = None, d: int | None = Non
     if d is not None and d != man.d:
         raise ValueError(f"the {name} has intrinsic dimension {man.d}, not --d {d}")
     amp, eps0 = DEFAULTS[name]
-    alpha = Integer(1) if alpha is None else sl._exact(alpha, "alpha")
+    alpha = Integer(1) if alpha is None else _exact(alpha, "alpha")
     if not (0 < alpha <= 1):
         raise ValueError(f"alpha must lie in (0, 1], got {alpha}")
-    B = 2 * amp if B is None else sl._exact(B, "bound")  # sup |g| = a: B = 2a leaves room for A1
+    B = 2 * amp if B is None else _exact(B, "bound")  # sup |g| = a: B = 2a leaves room for A1
     text, L = default_target(man, amp)
     lip = None
     if target is not None:
@@ -510,7 +512,7 @@ def instance_from_args(args) -> ManifoldInstance:
     missing attribute means "the manifold's default"): ``manifold, ambient, radius, d, alpha,
     holder, bound, eps, target, M, Mg``.  Numbers are read exactly (``io.parse_number``); every bad
     value raises ``ValueError`` (``ExprError`` for the target) with one line."""
-    from ..io import parse_number
+    from ....core.modelfile import parse_number
 
     get = lambda k: getattr(args, k, None)
     num = lambda k, flag: None if get(k) is None else parse_number(str(get(k)), flag)
@@ -523,7 +525,7 @@ def instance_from_args(args) -> ManifoldInstance:
 def net_size(name: str, eps, C_H, alpha=1, ambient: int | None = None, radius=None) -> int:
     """``P`` of the manifold net at ``eps`` (no network built): for the ablation sweeps."""
     man = make_manifold(name, ambient, radius)
-    r = (sl._exact(eps, "eps") / (8 * sl._exact(C_H, "C_H"))) ** (1 / sl._exact(alpha, "alpha"))
+    r = (_exact(eps, "eps") / (8 * _exact(C_H, "C_H"))) ** (1 / _exact(alpha, "alpha"))
     if name in ("circle", "curve"):
         rr = float(r) * (1 - float(KAPPA))
         return max(2, math.ceil(math.pi * math.sqrt(man.speed2) / rr))

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import flint
 import mpmath
 
+from .claims import ClaimResult, Measured, truth
 from .contexts import Context
-from .verify import ClaimResult, Measured, truth
 
 __all__ = ["ClaimComparison", "QuantityComparison", "compare_claims", "compare_quantities", "agree_digits"]
 

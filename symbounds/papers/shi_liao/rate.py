@@ -49,7 +49,7 @@ from fractions import Fraction
 
 import flint
 
-from .contexts import BallContext
+from ...core.contexts import BallContext
 
 __all__ = ["rate_report", "add_rate_arguments", "run_rate", "render_rate", "lipschitz_in_parameters",
            "MAX_N_DIGITS"]
@@ -59,7 +59,7 @@ ORACLE = "Schmidt-Hieber (2020), Ann. Statist. 48(4), Lemma 4: constants 18, 72,
 
 
 def _frac(v, what: str) -> Fraction:
-    from .io import parse_number
+    from ...core.modelfile import parse_number
 
     if isinstance(v, float):
         raise ValueError(f"{what}: a float is not exact; pass a string or a Fraction")

@@ -1,4 +1,4 @@
-"""Model files (``symbounds-transformer/1``) and atomic writes.
+"""Model files (``symbounds-transformer/1``).
 
 Format: JSON; every number is a string, either exact (``"3"``, ``"-7/8"``) or a decimal at the
 working precision (``"1743.204..."``), never a JSON float::
@@ -23,60 +23,28 @@ into exact ``Fraction`` values; every malformed part gives a one-line :class:`Mo
 from __future__ import annotations
 
 import json
-import os
-import re
-import tempfile
 from fractions import Fraction
 
 import sympy
 
 from .contexts import BallContext
+from .exact import NumberError
+from .exact import parse_number as _parse_number
+from .files import atomic_write, read_json_file
 from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
 
-__all__ = ["FORMAT", "ModelFileError", "export_model", "model_to_json", "load_model", "atomic_write", "parse_number",
-           "read_json_file"]
+__all__ = ["FORMAT", "ModelFileError", "export_model", "model_to_json", "model_from_json", "load_model"]
 
 FORMAT = "symbounds-transformer/1"
 
-_NUMBER = re.compile(r"^[+-]?(\d{1,4000})(/\d{1,4000}|\.\d{0,4000})?([eE][+-]?\d{1,9})?$")
-_MAX_FILE = 512 * 2**20
 
 
-class ModelFileError(ValueError):
+class ModelFileError(NumberError):
     """A model file that cannot be read (one line naming the problem)."""
 
 
-def parse_number(text: str, what: str = "number") -> Fraction:
-    """An exact Fraction from ``"3"``, ``"-7/8"``, ``"0.125"`` or ``"1.5e-3"`` (no eval, bounded size)."""
-    if not isinstance(text, str):
-        raise ModelFileError(f"{what}: expected a number written as a string, got {type(text).__name__}")
-    t = text.strip()
-    m = _NUMBER.match(t)
-    if not m or (m.group(2) and m.group(2).startswith("/") and m.group(3)):
-        raise ModelFileError(f"{what}: {text[:40]!r} is not a number (use '3', '-7/8' or '0.125')")
-    if m.group(3) and abs(int(m.group(3)[1:])) > 1000:
-        raise ModelFileError(f"{what}: exponent out of range in {text[:40]!r}")
-    try:
-        return Fraction(t)
-    except ZeroDivisionError:
-        raise ModelFileError(f"{what}: division by zero in {text[:40]!r}") from None
-
-
-def atomic_write(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename: an
-    interrupted or failed write never leaves a partial file over an earlier good one."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".symbounds-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def parse_number(text: str, what: str = "number"):
+    return _parse_number(text, what, ModelFileError)
 
 
 # ------------------------------------------------------------------------------------------
@@ -160,24 +128,6 @@ def _index(obj, what, limit):
     if not isinstance(obj, int) or isinstance(obj, bool) or not (0 <= obj < limit):
         raise ModelFileError(f"{what}: expected an integer in [0, {limit})")
     return obj
-
-
-def read_json_file(path: str, error, parse_float=None, parse_constant=None, max_size: int = _MAX_FILE):
-    """``json.load`` of a user's file, every failure turned into one-line ``error(message)``:
-    unreadable, too large, not JSON, nested too deeply; ``parse_float``/``parse_constant`` decide
-    what JSON floats and NaN/Infinity become (or raise ``error``)."""
-    try:
-        size = os.path.getsize(path)
-        if size > max_size:
-            raise error(f"{path}: file too large ({size} bytes)")
-        with open(path, encoding="utf-8") as f:
-            return json.load(f, parse_float=parse_float, parse_constant=parse_constant)
-    except OSError as e:
-        raise error(f"{path}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise error(f"{path}: not valid JSON ({str(e).splitlines()[0]})") from None
-    except RecursionError:
-        raise error(f"{path}: JSON nested too deeply") from None
 
 
 def load_model(path: str) -> Transformer:

@@ -67,7 +67,7 @@ def _curve_case(ambient, C_H, B):
     np = _np()
     import sympy
 
-    from .papers import manifolds as mf
+    from .manifolds import manifold as mf
 
     man = mf.make_manifold("curve", ambient)
     Q = np.array([[float(v) for v in row] for row in man.Q])

@@ -23,8 +23,8 @@ from fractions import Fraction
 
 import sympy
 
-from . import manifolds as mf
-from . import shi_liao as sl
+from .constants import _ceiling_exact, _exact
+from .manifolds import manifold as mf
 
 __all__ = ["params_dense", "cube_P", "net_count", "ablation_row", "sweep", "slope"]
 
@@ -36,9 +36,9 @@ def params_dense(P: int, inputs: int) -> int:
 
 def cube_P(D: int, eps, C_H, alpha=1) -> int:
     """``m^D`` with ``m = ceil(sqrt(D)/(2 r))``, ``r = (eps/(4 C_H))^{1/alpha}`` (exact ceiling)."""
-    eps, C_H, alpha = (sl._exact(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
+    eps, C_H, alpha = (_exact(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
     r = (eps / (4 * C_H)) ** (1 / alpha)
-    return sl._ceiling_exact(sympy.sqrt(D) / (2 * r)) ** D
+    return _ceiling_exact(sympy.sqrt(D) / (2 * r)) ** D
 
 
 def net_count(man: mf.Manifold, r: float) -> int:
@@ -69,7 +69,7 @@ def net_count(man: mf.Manifold, r: float) -> int:
 def ablation_row(name: str, eps, C_H, alpha=1, ambient: int | None = None) -> dict:
     """P, parameter counts and the paper's orders for the manifold net and the ambient cube."""
     man = mf.make_manifold(name, ambient)
-    eps, C_H, alpha = (sl._exact(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
+    eps, C_H, alpha = (_exact(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
     r = (eps / (8 * C_H)) ** (1 / alpha)
     P_man = net_count(man, float(r))
     Db, d = man.ambient, man.d
@@ -88,7 +88,7 @@ def ablation_row(name: str, eps, C_H, alpha=1, ambient: int | None = None) -> di
 def sweep(name: str, C_H, alpha=1, ambient: int | None = None, ks=range(1, 11)) -> list[tuple]:
     """``(eps, P_manifold, P_cube)`` at ``eps = 2^-k`` (``eps < 1``)."""
     man = mf.make_manifold(name, ambient)
-    C_H, alpha = sl._exact(C_H, "C_H"), sl._exact(alpha, "alpha")
+    C_H, alpha = _exact(C_H, "C_H"), _exact(alpha, "alpha")
     out = []
     for k in ks:
         eps = sympy.Rational(1, 2**k)

@@ -37,11 +37,12 @@ import random
 from dataclasses import replace
 from fractions import Fraction
 
-from ..contexts import BallContext, ExactContext
-from ..transformer import Attention, FeedForward, Transformer
-from ..verify import ClaimResult
-from . import alcalde as al
-from .alcalde_data import Dataset
+from ...core.claims import conclude
+from ...core.contexts import BallContext, ExactContext
+from ...core.transformer import Attention, FeedForward, Transformer
+from . import construction as al
+from .claims import CLAIMS
+from .dataset import Dataset
 
 __all__ = ["build_softmax", "certify_softmax", "ball_forward"]
 
@@ -316,17 +317,13 @@ def certify_softmax(con, prec: int = 256, max_prec: int = 4096, model: Transform
     # but it can refute: a token certainly away from every target of its sequence
     worst, away = _final_distances(ctx, comp, con, model)
     exact = placed and seg_ok
+    holds = {"proved": True, "refuted": False, "undecided": None}
     cl = [
-        ClaimResult("X1", "after the line layer every token lies exactly on the line, inside a segment of one of "
-                    "its sequence's clusters, and every cluster gets a token (Arb balls)", "ball", p,
-                    status, "", "", "lemma", problem),
-        ClaimResult("X2", "on each cluster segment the remaining layers are one affine map equal to the target "
-                    "at both ends, hence constant (exact rationals)", "exact", None,
-                    "proved" if seg_ok else "refuted", "", "", "lemma", seg_note),
-        ClaimResult("I1", "output set of every sequence equals its target set (X1 and X2)", "ball+exact", p,
-                    "proved" if exact else ("refuted" if away else "undecided"), "", "", "lemma",
-                    f"plain ball evaluation to the end: max distance to the nearest target {worst}"
-                    + (f"; {away}" if away else "")),
+        conclude(CLAIMS["X1"], holds[status], "ball", p, problem),
+        conclude(CLAIMS["X2"], seg_ok, "exact", None, seg_note),
+        conclude(CLAIMS["I1"], True if exact else (False if away else None), "ball+exact", p,
+                 f"plain ball evaluation to the end: max distance to the nearest target {worst}"
+                 + (f"; {away}" if away else ""), "output set of every sequence equals its target set (X1 and X2)"),
     ]
     cl += al.size_claims(con)
     return cl, exact, {"prec": p, "tau": str(con.notes["tau"]), "final_ball_distance": worst}

@@ -62,8 +62,11 @@ import random
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from ..transformer import Attention, FeedForward, Head, Transformer
-from .alcalde_data import Dataset
+from ...core.claims import decide
+from ...core.contexts import ExactContext
+from ...core.transformer import Attention, FeedForward, Head, Transformer, forward
+from .claims import CLAIMS
+from .dataset import Dataset
 
 __all__ = ["Construction", "ConstructionError", "build", "build_core", "verify", "evaluate_sets", "balance",
            "sphere_points", "paper_blocks", "sizes", "size_claims", "theta_norm_sq", "max_bits", "width"]
@@ -611,10 +614,22 @@ def _rowsets(state) -> tuple[list, dict]:
     return rows, mult
 
 
-def _claim(cid, statement, ok: bool, note: str = "", lhs: str = "", rhs: str = ""):
-    from ..verify import ClaimResult
+_EXACT = ExactContext()
 
-    return ClaimResult(cid, statement, "exact", None, "proved" if ok else "refuted", lhs, rhs, "lemma", note)
+
+def _count_claim(cid: str, failing: list, total: int, note: str = "", statement: str | None = None):
+    """Claim ``cid`` (relation: the number of failing sequences is exactly 0), decided exactly."""
+    claim = CLAIMS[cid] if statement is None else CLAIMS[cid].stated(statement)
+    first = f"first failure: sequence {failing[0]}" if failing else ""
+    m = claim.measured(_EXACT.convert(len(failing)), note="; ".join(t for t in (first, note) if t))
+    r = decide(_EXACT, m)
+    r.lhs, r.rhs = f"{len(failing)} of {total} sequences fail", "0"
+    return r
+
+
+def _le_claim(cid: str, lhs: int, rhs: int, statement: str | None = None):
+    claim = CLAIMS[cid] if statement is None else CLAIMS[cid].stated(statement)
+    return decide(_EXACT, claim.measured(_EXACT.convert(lhs), _EXACT.convert(rhs)))
 
 
 def evaluate_sets(model: Transformer, ds: Dataset, checkpoints=(), evaluator: str = "fast"):
@@ -625,16 +640,13 @@ def evaluate_sets(model: Transformer, ds: Dataset, checkpoints=(), evaluator: st
     columns); ``"fast"`` runs :mod:`.alcalde_eval` (same semantics, FLINT matrices).
     """
     if evaluator == "fast":
-        from .alcalde_eval import evaluate
+        from .evaluate import evaluate
 
         final, snaps = evaluate(model, ds.inputs, checkpoints)
         conv = lambda states: [_rowsets(s)[1] for s in states]
         return conv(final), {i: conv(s) for i, s in snaps.items()}
     if evaluator != "generic":
         raise ValueError(f"unknown evaluator {evaluator!r}")
-    from ..contexts import ExactContext
-    from ..transformer import forward
-
     ctx = ExactContext()
     finals, snaps = [], {i: [] for i in checkpoints}
     for X in ds.inputs:
@@ -665,10 +677,7 @@ def verify(con: Construction, model: Transformer | None = None, evaluator: str =
         _check_collapse(con, snaps[st["collapse"]]),
     ]
     bad = [j for j in range(ds.N) if set(final[j]) != set(ds.targets[j])]
-    claims.append(_claim(
-        "I1", "output set of every sequence equals its target set (T(X^j) = Y^j, exact rationals)",
-        not bad, f"{len(bad)} of {ds.N} sequences differ, first: sequence {bad[0]}" if bad else "",
-        f"{ds.N - len(bad)} of {ds.N} sequences exact", f"{ds.N}"))
+    claims.append(_count_claim("I1", bad, ds.N))
     claims += size_claims(con)
     return claims, not bad
 
@@ -685,35 +694,32 @@ def _check_separation(con, sets):
     own = _owners(sets)
     bad = [j for j, pts in enumerate(con.chosen) if any(sets[j].get(p) != 1 or own[p] != 1 for p in pts)]
     shared = sum(1 for c in own.values() if c > 1)
-    return _claim(
-        "S1", f"after separation (K = {con.K} blocks) each sequence owns its m_j chosen tokens privately",
-        not bad, (f"first failure: sequence {bad[0]}; " if bad else "")
-        + f"{shared} points still shared (attention acts within a sequence, so unused shared tokens may stay)")
+    return _count_claim(
+        "S1", bad, len(sets), f"{shared} points still shared (attention acts within a sequence, so unused shared "
+        "tokens may stay)",
+        f"after separation (K = {con.K} blocks) each sequence owns its m_j chosen tokens privately")
 
 
 def _check_leaders(con, sets):
     own = _owners(sets)
     bad = [j for j in range(len(sets))
            if any(sets[j].get(p) != 1 or own.get(p) != 1 for p in [con.leaders[j]] + con.sphere[j])]
-    return _claim("S2", "after leader selection each leader x^j and its m_j - 1 sphere points sit in their "
-                  "own sequence only, once", not bad, f"first failure: sequence {bad[0]}" if bad else "")
+    return _count_claim("S2", bad, len(sets))
 
 
 def _check_collapse(con, sets):
     bad = [j for j in range(len(sets)) if set(sets[j]) != {con.leaders[j], *con.sphere[j]}]
-    return _claim("S3", "after the collapse sequence j holds exactly m_j distinct points (its leader and "
-                  "sphere points)", not bad, f"first failure: sequence {bad[0]}" if bad else "")
+    return _count_claim("S3", bad, len(sets))
 
 
 def size_claims(con: Construction) -> list:
     ds = con.dataset
     L, paper = con.blocks, paper_blocks(ds, con.attention)
     w = width(con.model)
-    target = 2 * ds.M + ds.N - 1 if con.attention == "hardmax" else 2 * ds.M + ds.N
+    hard = con.attention == "hardmax"
+    target = 2 * ds.M + ds.N - 1 if hard else 2 * ds.M + ds.N
     return [
-        _claim("B1", "blocks L <= the paper's " + ("2M + 2N + 1" if con.attention == "hardmax" else "2M + 3N"),
-               L <= paper, lhs=str(L), rhs=str(paper)),
-        _claim("B2", "blocks L <= " + ("2M + N - 1" if con.attention == "hardmax" else "2M + N") + " (the issue's aim)",
-               L <= target, lhs=str(L), rhs=str(target)),
-        _claim("B3", "feed-forward width d' <= 4", w <= 4, lhs=str(w), rhs="4"),
+        _le_claim("B1", L, paper, "blocks L <= the paper's " + ("2M + 2N + 1" if hard else "2M + 3N")),
+        _le_claim("B2", L, target, "blocks L <= " + ("2M + N - 1" if hard else "2M + N") + " (this construction)"),
+        _le_claim("B3", w, 4),
     ]

@@ -13,53 +13,50 @@ import os
 import sys
 from fractions import Fraction
 
-import sympy
-
-from .contexts import MIN_PREC
-from .expr import ExprError
+from ..core.boxes import CertifyOptions
+from ..core.certificate import (
+    CertificateError,
+    load_certificate,
+    write_certificate,
+)
+from ..core.contexts import MIN_PREC
+from ..core.expr import ExprError
+from ..core.files import atomic_write
+from ..core.modelfile import export_model
+from ..papers import check_certificate
+from ..papers import shi_liao as sl
+from ..papers.alcalde.dataset import DatasetError, load_dataset, random_dataset
+from ..papers.alcalde.run import InterpOptions
+from ..papers.alcalde.run import run as interp_run
+from ..papers.shi_liao.certificate import certify_instance
+from ..papers.shi_liao.rate import add_rate_arguments, run_rate
+from ..papers.shi_liao.run import PouOptions
+from ..papers.shi_liao.run import run as pou_run
+from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
+from .args import (
+    Bar,
+    Parser,
+    UsageError,
+    add_instance_args,
+    check_out_folders,
+    instance,
+    number,
+    point,
+)
+from .latex import add_latex_arguments, run_latex
+from .plot import add_plot_arguments, run_plot
+from .report import interp_json, interp_text, pou_json, pou_text
 
 __all__ = ["main"]
 
 MAX_PREC_LIMIT = 1 << 16
 
 
-class UsageError(Exception):
-    """Bad input from the command line (exit 2)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2 (argparse would print the usage block first)
-        raise UsageError(message)
-
-
-def _number(text: str, what: str) -> Fraction:
-    from .io import ModelFileError, parse_number
-
-    try:
-        return parse_number(text, what)
-    except ModelFileError as e:
-        raise UsageError(str(e)) from None
-
-
-def _point(text: str, d: int) -> tuple:
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != d or any(not p for p in parts):
-        raise UsageError(f"--at {text[:40]!r}: expected {d} comma-separated coordinate(s)")
-    x = tuple(_number(p, f"--at {text[:40]!r}") for p in parts)
-    if any(not (0 <= v <= 1) for v in x):
-        raise UsageError(f"--at {text[:40]!r}: the point must lie in the cube [0,1]^{d}")
-    return x
-
-
-def _show_progress(args) -> bool:
-    return not args.quiet and not os.environ.get("CI") and sys.stderr.isatty()
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="symbounds", description="Constructive Transformer proofs, checked in rigorous arithmetic.")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    p = Parser(prog="symbounds", description="Constructive Transformer proofs, checked in rigorous arithmetic.")
+    sub = p.add_subparsers(dest="command", parser_class=Parser)
     q = sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance")
-    _add_instance_args(q)
+    add_instance_args(q)
     q.add_argument("--manifold", default=None, choices=["circle", "sphere", "torus", "curve"],
                    help="inputs on an exactly embedded manifold instead of the cube (SPEC A.7)")
     q.add_argument("--ambient", type=int, default=None,
@@ -92,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     c = sub.add_parser("certify", help="prove sup |T - g| <= eps over the whole cube, box by box")
-    _add_instance_args(c)
+    add_instance_args(c)
     c.add_argument("--prec", type=int, default=128, help="precision of the box evaluations in bits (default 128)")
     c.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     c.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -104,7 +101,6 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="re-verify a certificate written by symbounds certify")
     k.add_argument("certificate", metavar="CERT.json")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
-    from .rate import add_rate_arguments
 
     add_rate_arguments(sub.add_parser(
         "rate", help="the generalisation bound of [SL26]: eps(n), P, parameters, covering number, risk"))
@@ -121,8 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, default=1, help="instances run in parallel processes (default 1)")
     s.add_argument("--out", required=True, metavar="TABLE.csv", help="write TABLE.csv and TABLE.json")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
-    from .latex import add_latex_arguments
-    from .plot import add_plot_arguments
 
     add_latex_arguments(sub.add_parser(
         "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
@@ -131,36 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _add_instance_args(q) -> None:
-    """The flags that define a [SL26] instance (shared by pou, certify)."""
-    q.add_argument("--d", type=int, default=None, help="input dimension (default 1)")
-    q.add_argument("--alpha", default=None, help="Hoelder exponent in (0, 1] (default 1)")
-    q.add_argument("--holder", default=None, help="Hoelder constant C_H > 0 (default 2; manifold: its target's)")
-    q.add_argument("--bound", default=None, help="sup-norm bound B > 0 of the target (default 2; manifold: its target's)")
-    q.add_argument("--eps", default=None, help="accuracy in (0, 1) (default 0.1; manifold: by manifold)")
-    q.add_argument("--target", default=None, help="target g as an expression in x1..xd (default: a 2-Lipschitz sine)")
-    q.add_argument("--M", dest="M", default=None, help="replace the derived attention scale M")
-    q.add_argument("--Mg", dest="Mg", default=None, help="replace the derived partition scale M_g")
-
-
-_CUBE_DEFAULTS = {"d": 1, "alpha": "1", "holder": "2", "bound": "2", "eps": "0.1"}
-
-
-def _manifold_instance(args):
-    """``pou --manifold``: flags left out take the manifold's defaults (SPEC A.7)."""
-    from .papers.manifolds import instance_from_args
-
-    try:
-        return instance_from_args(args)
-    except ExprError as e:
-        raise UsageError(f"--target: {e}") from None
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-
-
 def _latex(args) -> int:
-    from .latex import run_latex
-
     try:
         return run_latex(args)
     except ValueError as e:
@@ -168,8 +133,6 @@ def _latex(args) -> int:
 
 
 def _plot(args) -> int:
-    from .plot import run_plot
-
     try:
         return run_plot(args)
     except ValueError as e:
@@ -177,86 +140,22 @@ def _plot(args) -> int:
 
 
 def _rate(args) -> int:
-    from .rate import run_rate
-
     try:
         return run_rate(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
 
-def _instance(args):
-    """The [SL26] instance of the shared flags, validated (UsageError on bad input)."""
-    from .papers import shi_liao as sl
-
-    if getattr(args, "manifold", None) is not None:
-        return _manifold_instance(args)
-    for k, v in _CUBE_DEFAULTS.items():
-        if getattr(args, k) is None:
-            setattr(args, k, v)
-
-    if args.d < 1:
-        raise UsageError(f"--d must be at least 1, got {args.d}")
-    if args.d > 8:
-        raise UsageError(f"--d {args.d}: dimensions above 8 need more than {sl.MAX_TOKENS} tokens")
-    num = lambda v, w: sympy.Rational(_number(v, w).numerator, _number(v, w).denominator)
-    try:
-        inst = sl.Instance(
-            d=args.d, alpha=num(args.alpha, "--alpha"), C_H=num(args.holder, "--holder"), B=num(args.bound, "--bound"),
-            eps=num(args.eps, "--eps"), target=args.target,
-            M=None if args.M is None else num(args.M, "--M"), M_g=None if args.Mg is None else num(args.Mg, "--Mg"),
-        )
-        inst.target_expr()  # parse errors surface before any work
-    except ExprError as e:
-        raise UsageError(f"--target: {e}") from None
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    return inst
-
-
-def _check_out_folders(*paths) -> None:
-    for path in paths:
-        if path is not None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise UsageError(f"{path}: folder {folder} does not exist")
-
-
-class _Bar:
-    """A tqdm progress bar on a terminal; nothing under CI, --quiet or a pipe."""
-
-    def __init__(self, args, unit):
-        self.bar = None
-        if _show_progress(args):
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=0, unit=unit, leave=False, file=sys.stderr)
-
-    def __call__(self, done, total, label=None):
-        if self.bar is not None:
-            self.bar.total = total
-            if label:
-                self.bar.set_description(label)
-            self.bar.n = done
-            self.bar.refresh()
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
 def _certify(args) -> int:
-    from .certify import CertifyOptions, certify_instance, write_certificate
-
-    inst = _instance(args)
+    inst = instance(args)
     if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
         raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
     if not (1 <= args.workers <= 256):
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    _check_out_folders(args.out)
-    bar = _Bar(args, "box")
+    check_out_folders(args.out)
+    bar = Bar(args, "box")
     try:
         cert, res = certify_instance(
             inst, CertifyOptions(prec=args.prec, workers=args.workers, scheduler=args.scheduler,
@@ -288,13 +187,11 @@ def _certify(args) -> int:
 
 
 def _check(args) -> int:
-    from .certify import CertificateError, check_certificate, load_certificate
-
     try:
         cert = load_certificate(args.certificate)
     except CertificateError as e:
         raise UsageError(str(e)) from None
-    bar = _Bar(args, "box")
+    bar = Bar(args, "box")
     try:
         info = check_certificate(cert, progress=lambda done, total: bar(done, total, "boxes re-checked"))
     except CertificateError as e:
@@ -308,9 +205,6 @@ def _check(args) -> int:
 
 
 def _sweep(args) -> int:
-    from .papers import shi_liao as sl
-    from .sweep import parse_list, sweep, table_text, write_table
-
     try:
         eps_list = parse_list(args.eps, "--eps")
         d_list = parse_list(args.d, "--d", int)
@@ -332,8 +226,8 @@ def _sweep(args) -> int:
         if args.target and not fitting:
             raise UsageError(f"--target: no given target is an expression in x1..x{d}")
         targets[d] = fitting or None
-    _check_out_folders(args.out)
-    bar = _Bar(args, "instance")
+    check_out_folders(args.out)
+    bar = Bar(args, "instance")
     try:
         rows = sweep(eps_list, d_list, targets, args.alpha, args.holder, args.bound, args.points, args.certify,
                      args.workers, lambda done, total: bar(done, total))
@@ -348,10 +242,7 @@ def _sweep(args) -> int:
 
 
 def _pou(args) -> int:
-    from .io import atomic_write, export_model
-    from .pou import PouOptions, as_json, render_text, run
-
-    inst = _instance(args)
+    inst = instance(args)
     if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
         raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
     if not (args.prec <= args.max_prec <= MAX_PREC_LIMIT):
@@ -361,24 +252,24 @@ def _pou(args) -> int:
     if args.grid is not None and not (1 <= args.grid <= 1000):
         raise UsageError(f"--grid {args.grid}: use between 1 and 1000")
     if args.manifold is None:
-        at = tuple(_point(t, args.d) for t in args.at)
+        at = tuple(point(t, args.d) for t in args.at)
     else:
         try:
-            at = tuple(inst.check_point(_point(t, inst.man.ambient)) for t in args.at)
+            at = tuple(inst.check_point(point(t, inst.man.ambient)) for t in args.at)
         except ValueError as e:
             raise UsageError(str(e)) from None
-    _check_out_folders(args.out, args.export)
+    check_out_folders(args.out, args.export)
     opts = PouOptions(context=args.context, prec=args.prec, max_prec=args.max_prec, points=args.points,
                       grid=args.grid, seed=args.seed, at=at)
-    bar = _Bar(args, "pt")
+    bar = Bar(args, "pt")
     try:
         try:
-            res = run(inst, opts, lambda done, total, prec: bar(done, total, f"{prec} bits"))
+            res = pou_run(inst, opts, lambda done, total, prec: bar(done, total, f"{prec} bits"))
         except ValueError as e:
             raise UsageError(str(e)) from None
     finally:
         bar.close()
-    text = json.dumps(as_json(res), indent=2) if args.json else render_text(res)
+    text = json.dumps(pou_json(res), indent=2) if args.json else pou_text(res)
     if args.export:
         export_model(res.model, args.export, res.prec)
     if args.out:
@@ -394,16 +285,12 @@ INTERP_MAX_D = 256
 
 
 def _interp(args) -> int:
-    from .interp import InterpOptions, as_json, render_text, run
-    from .io import atomic_write, export_model
-    from .papers.alcalde_data import DatasetError, load_dataset, random_dataset
-
     if args.tau is not None and args.attention != "softmax":
         raise UsageError("--tau applies to --attention softmax only")
-    tau = _number(args.tau, "--tau") if args.tau is not None else Fraction(1, 64)
+    tau = number(args.tau, "--tau") if args.tau is not None else Fraction(1, 64)
     if tau <= 0:
         raise UsageError(f"--tau {args.tau}: must be positive")
-    _check_out_folders(args.out, args.export)
+    check_out_folders(args.out, args.export)
     try:
         if args.data is not None:
             ds = load_dataset(args.data)
@@ -416,10 +303,10 @@ def _interp(args) -> int:
                 raise UsageError(f"--random {args.random}: need N, n >= 1, 2 <= d <= {INTERP_MAX_D}, 1 <= m <= n "
                                  f"and N*n <= {INTERP_MAX_TOKENS}")
             ds = random_dataset(N, n, d, m, seed=args.seed)
-        res = run(ds, InterpOptions(attention=args.attention, tau=tau, seed=args.seed))
+        res = interp_run(ds, InterpOptions(attention=args.attention, tau=tau, seed=args.seed))
     except DatasetError as e:
         raise UsageError(str(e)) from None
-    text = json.dumps(as_json(res), indent=2) if args.json else render_text(res)
+    text = json.dumps(interp_json(res), indent=2) if args.json else interp_text(res)
     if args.export:
         export_model(res.model, args.export)
     if args.out:

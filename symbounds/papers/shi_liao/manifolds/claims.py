@@ -26,11 +26,39 @@ import flint
 import sympy
 from sympy import Integer, Rational
 
-from ..contexts import BallContext, Context, as_fraction as _F
-from ..expr import variables
-from ..verify import Measured
+from ....core.claims import Claim, Measured, Relation, Scope
+from ....core.contexts import BallContext, Context
+from ....core.exact import as_fraction as _F
+from ....core.expr import variables
 
-__all__ = ["ManifoldDomain"]
+__all__ = ["ManifoldDomain", "MANIFOLD_CLAIMS"]
+
+_C = lambda *a, **k: Claim(*a, **k)  # noqa: E731
+
+#: The claims a manifold adds, and its own E1 / L8 (docs/shi_liao.md, "Manifolds"), by id.
+MANIFOLD_CLAIMS = {c.id: c for c in (
+    _C("M0", "sample points and centres lie on the manifold exactly (residual)",
+       r"\max_{y}\, \bigl|F(y)\bigr| = 0", Relation.ZERO),
+    _C("M1", "the centres form an r_g-net of the manifold",
+       r"\max_{y \in \mathcal M} \min_i \|y - c_i\| \le r_g", Relation.LE),
+    _C("M2.0", "below delta_0 = pi/4: K^2 delta_0^2 <= 12, so chord >= v delta/2 there",
+       r"K^2 \delta_0^2 \le 12", Relation.LE),
+    _C("M2", "d_M <= 2|x-y| on the manifold: v delta - 2 chord(delta) < 0 on every delta-interval",
+       r"\max_{\delta}\bigl(v\,\delta - 2\,\mathrm{chord}(\delta)\bigr) < 0", Relation.LT),
+    _C("L7.M", "|T(x) - g(x)| <= eps for every x on the manifold (Taylor-model boxes)",
+       r"\sup_{x \in \mathcal M} \bigl|T(x) - g(x)\bigr| \le \varepsilon", Relation.LE),
+    _C("E1", "near field: C_H (2 * 2 r_g)^alpha <= eps/2  (d_M <= 2|x-y|, M2)",
+       r"C_H\,(4r_g)^\alpha \le \frac{\varepsilon}{2}", Relation.LE, Scope.BUDGET, True),
+    _C("L8.1", "P <= C_M (16 C_H)^(d/alpha) eps^(-d/alpha)  (d intrinsic)",
+       r"P \le C_{\mathcal M}(16C_H)^{d/\alpha}\varepsilon^{-d/\alpha}", Relation.LE, Scope.LEMMA, True),
+    _C("L8.2", "params_dense <= (8D^2 + 34D) C_M (16 C_H)^(d/alpha) eps^(-d/alpha)",
+       r"\#\text{params} \le (8D^2+34D)\, C_{\mathcal M}(16C_H)^{d/\alpha}\varepsilon^{-d/\alpha}",
+       Relation.LE, Scope.LEMMA, True),
+    _C("A1", "|g| <= B at grid points on the manifold", r"\max_{\text{grid}} |g| \le B", Relation.LE, Scope.ASSUMPTION),
+    _C("A2", "|g(p)-g(q)| <= C_H d_M(p,q)^alpha at grid pairs on the manifold (exact geodesic distances)",
+       r"\max_{\text{grid}} \bigl(|g(p)-g(q)| - C_H\,d_{\mathcal M}(p,q)^\alpha\bigr) \le 0", Relation.LE,
+       Scope.ASSUMPTION),
+)}
 
 
 def _sqrt_upper(ctx: Context, s):
@@ -74,24 +102,21 @@ class ManifoldDomain:
 
     def constant_claims(self, K, dense: int, shared: dict) -> list[tuple]:
         inst = K.inst
-        d, D = self.man.d, K.D
+        D = K.D
         return [
-            ("E1", "near field: C_H (2 * 2 r_g)^alpha <= eps/2  (d_M <= 2|x-y|, M2)",
-             inst.C_H * (4 * K.r_g) ** inst.alpha, inst.eps / 2, "budget"),
+            (MANIFOLD_CLAIMS["E1"], inst.C_H * (4 * K.r_g) ** inst.alpha, inst.eps / 2),
             shared["E2"],
             shared["E3"],
-            ("L8.1", f"P <= C_M (16 C_H)^(d/alpha) eps^(-d/alpha)  (d = {d} intrinsic)", Integer(K.P), K.P_paper,
-             "lemma"),
-            ("L8.2", "params_dense <= (8D^2 + 34D) C_M (16 C_H)^(d/alpha) eps^(-d/alpha)", Integer(dense),
-             (8 * D * D + 34 * D) * K.P_paper, "lemma"),
+            (MANIFOLD_CLAIMS["L8.1"], Integer(K.P), K.P_paper),
+            (MANIFOLD_CLAIMS["L8.2"], Integer(dense), (8 * D * D + 34 * D) * K.P_paper),
         ]
 
     def measure_claims(self, ctx: Context, K, points) -> list[Measured]:
         man = self.man
         with ctx.scope():
             res = max([man.residual(x) for x in points] + [man.residual(c) for c in K.centres])
-            out = [Measured("M0", f"sample points ({len(points)}) and centres ({K.P}) lie on the {man.name} "
-                                  "exactly (residual)", "zero", ctx.convert(res))]
+            out = [MANIFOLD_CLAIMS["M0"].stated(f"sample points ({len(points)}) and centres ({K.P}) lie on the {man.name} "
+                                  "exactly (residual)").measured(ctx.convert(res))]
             # M1: the net.
             worst = None
             memo: dict = {}
@@ -105,8 +130,8 @@ class ManifoldDomain:
                     b = _sqrt_upper(ctx, sum((t * t for t in diffs), ctx.zero)) + lv
                 worst = b if worst is None else ctx.max(worst, b)
             r_g = ctx.from_sympy(K.r_g)
-            out.append(Measured("M1", f"the {K.P} centres form an r_g-net of the {man.name} "
-                                      f"({len(self.cells)} parameter cells)", "le", worst, r_g))
+            out.append(MANIFOLD_CLAIMS["M1"].stated(f"the {K.P} centres form an r_g-net of the {man.name} "
+                                      f"({len(self.cells)} parameter cells)").measured(worst, r_g))
             out += self._chord_arc(ctx)
         return out
 
@@ -118,8 +143,7 @@ class ManifoldDomain:
         v = ctx.sqrt(ctx.convert(sum((_F(r) ** 2 * k * k for r, k in harm), Fraction(0))))
         pi = ctx.pi()
         q0 = ctx.convert(self.q0)
-        near = Measured("M2.0", "below delta_0 = pi/4: K^2 delta_0^2 <= 12, so chord >= v delta/2 there",
-                        "le", ctx.rational(Kmax * Kmax) * (pi * q0) ** 2, ctx.rational(12))
+        near = MANIFOLD_CLAIMS["M2.0"].stated("below delta_0 = pi/4: K^2 delta_0^2 <= 12, so chord >= v delta/2 there").measured(ctx.rational(Kmax * Kmax) * (pi * q0) ** 2, ctx.rational(12))
         worst = None
         n = self.intervals
         for i in range(n):
@@ -135,8 +159,8 @@ class ManifoldDomain:
                 chord2 = chord2 + 4 * ctx.convert(_F(r)) ** 2 * s * s
             gap = v * pi * ctx.convert(b) - 2 * ctx.sqrt(chord2)
             worst = gap if worst is None else ctx.max(worst, gap)
-        return [near, Measured("M2", f"d_M <= 2|x-y| on the {man.name}: max over {n} delta-intervals of "
-                                     "v delta - 2 chord(delta) < 0", "lt", worst, ctx.zero)]
+        return [near, MANIFOLD_CLAIMS["M2"].stated(f"d_M <= 2|x-y| on the {man.name}: max over {n} delta-intervals of "
+                                     "v delta - 2 chord(delta) < 0").measured(worst, ctx.zero)]
 
     def measure_assumptions(self, ctx: Context, K) -> list[Measured]:
         """A1 ``|g| <= B`` and A2 ``|g(p)-g(q)| <= C_H d_M(p,q)^alpha`` on a parameter grid on M."""
@@ -192,8 +216,7 @@ class ManifoldDomain:
             for v_ in memo.values():
                 gmax = ctx.abs(v_) if gmax is None else ctx.max(gmax, ctx.abs(v_))
             return [
-                Measured("A1", f"|g| <= B at {len(memo)} grid points on the {man.name}", "le", gmax, B,
-                         scope="assumption"),
-                Measured("A2", f"|g(p)-g(q)| <= C_H d_M(p,q)^alpha at {len(pairs)} pairs on the {man.name} "
-                               "(exact geodesic distances)", "le", worst, ctx.zero, scope="assumption"),
+                MANIFOLD_CLAIMS["A1"].stated(f"|g| <= B at {len(memo)} grid points on the {man.name}").measured(gmax, B),
+                MANIFOLD_CLAIMS["A2"].stated(f"|g(p)-g(q)| <= C_H d_M(p,q)^alpha at {len(pairs)} pairs on the {man.name} "
+                               "(exact geodesic distances)").measured(worst, ctx.zero),
             ]

@@ -13,15 +13,14 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from . import __version__
-from .contexts import BallContext, FPContext, MPContext
-from .expr import variables
-from .fpcompare import compare_claims, compare_quantities, named_quantities
-from .papers import shi_liao as sl
-from .transformer import forward
-from .verify import ClaimResult, decide, escalate, exit_code
+from ...core.claims import ClaimResult, decide, escalate, exit_code
+from ...core.contexts import BallContext, FPContext, MPContext
+from ...core.expr import variables
+from ...core.fpcompare import compare_claims, compare_quantities, named_quantities
+from ...core.transformer import forward
+from .. import shi_liao as sl
 
-__all__ = ["PouOptions", "PouResult", "run", "as_json", "render_text", "constants_json"]
+__all__ = ["PouOptions", "PouResult", "run", "constants_json"]
 
 
 @dataclass
@@ -162,7 +161,7 @@ def run(inst, opts: PouOptions | None = None, progress=None) -> PouResult:
     res = PouResult(inst, K, model, sym + results, prec, len(points), max_error, constants_json(K, model, ball), pts)
     res.timings = {"build": t_build, "ball": t_ball}
     if not on_cube and opts.whole:
-        from .papers.manifold_certify import certify_on_manifold
+        from .manifolds.certify import certify_on_manifold
 
         claim, info = certify_on_manifold(K, model, prec)
         res.claims.append(decide(BallContext(prec), claim))
@@ -183,89 +182,3 @@ def run(inst, opts: PouOptions | None = None, progress=None) -> PouResult:
     return res
 
 
-def _short(text: str, n: int = 100) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
-
-
-def _verdict_word(code: int) -> str:
-    return {0: "proved", 1: "refuted", 3: "undecided"}[code]
-
-
-def as_json(res: PouResult) -> dict:
-    out = {
-        "symbounds": __version__,
-        "command": "pou",
-        "instance": res.instance.as_json(),
-        "constants": res.constants,
-        "claims": [c.as_json() for c in res.claims],
-        "verdict": _verdict_word(res.exit_code),
-        "prec": res.prec,
-        "samples": res.samples,
-        "max_error": res.max_error,
-        "points": res.points,
-        "timings": {k: round(v, 3) for k, v in res.timings.items()},
-    }
-    if res.whole:
-        out["whole_manifold"] = {k: v for k, v in res.whole.items() if k != "seconds"}
-    for name, ev in res.evidence.items():
-        claims_cmp, quantities = res.comparisons[name]
-        out[{"fp": "float64", "mp": "mpmath"}[name]] = {
-            "claims": [c.as_json() for c in claims_cmp],
-            "quantities": [q.as_json() for q in quantities],
-        }
-    return out
-
-
-def render_text(res: PouResult) -> str:
-    inst = res.instance
-    if not isinstance(inst, sl.Instance):  # a manifold
-        head = f"instance  {inst.label()}  target: {_short(inst.inst.target_text)}"
-        inst = inst.inst
-    else:
-        head = None
-    lines = [
-        "symbounds pou: Shi & Liao, softmax partition of unity (two-block Transformer)",
-        head or f"instance  d={inst.d}  alpha={inst.alpha}  C_H={inst.C_H}  B={inst.B}  eps={inst.eps}"
-        f"  target: {inst.target_text}"
-        + (f"  M={inst.M} (user)" if inst.M is not None else "")
-        + (f"  M_g={inst.M_g} (user)" if inst.M_g is not None else ""),
-        "",
-        "constants",
-    ]
-    for name, v in res.constants.items():
-        lines.append(f"  {name:<24} {v}")
-    lines += ["", f"claims (Arb balls; decided at up to {res.prec} bits; {res.samples} sample points)"]
-    for c in res.claims:
-        where = c.context if c.prec is None else f"{c.context}@{c.prec}"
-        lines.append(f"  {c.id:<5} {c.verdict:<9} {where:<10} {c.statement}")
-        if c.lhs or c.rhs:
-            lines.append(f"        lhs {c.lhs}   rhs {c.rhs}")
-    lines += ["", f"max |T(x) - g(x)| over the sample points: {res.max_error}"]
-    if res.whole:
-        w = res.whole
-        lines.append(f"over the whole manifold ({w['boxes']} boxes): {w['status']}, largest box bound "
-                     f"{w['max_bound']:.6g}" + (f", counterexample at angles/pi {w['counterexample_angles_over_pi']}"
-                                                if w["counterexample_angles_over_pi"] else ""))
-    for p in res.points:
-        lines.append(f"  at x = ({', '.join(p['x'])}):  T = {p['T']}  g = {p['g']}  |T-g| = {p['error']}")
-    for name in res.comparisons:
-        claims_cmp, quantities = res.comparisons[name]
-        label = {"fp": "float64", "mp": f"mpmath ({res.prec} bits)"}[name]
-        lines += ["", f"{label} beside the certified values"]
-        lines.append(f"  {'quantity':<22} {'digits':>6}  {'certified':<40} {label}")
-        shown = [q for q in quantities if not q.name.endswith((" lhs", " rhs")) or q.note or q.name == "L7 lhs"]
-        for q in shown:
-            dg = "-" if q.digits is None else str(q.digits)
-            note = f"   <- {q.note}" if q.note else ""
-            lines.append(f"  {q.name:<22} {dg:>6}  {q.certified:<40} {q.other}{note}")
-        bad = [c for c in claims_cmp if c.status not in ("agrees",)]
-        lines.append(f"  claims: {sum(c.status == 'agrees' for c in claims_cmp)} of {len(claims_cmp)} decided "
-                     f"the same way for the same reason")
-        for c in bad:
-            lines.append(f"    {c.id:<5} {c.status:<9} rigorous: {c.rigorous}, {label}: {c.other}"
-                         + (f" ({c.note})" if c.note else ""))
-    code = res.exit_code
-    n_proved = sum(c.verdict == "proved" for c in res.claims)
-    lines += ["", f"verdict: {_verdict_word(code)} ({n_proved} of {len(res.claims)} claims proved; "
-              "assumptions on g are checked on a grid only)"]
-    return "\n".join(lines)

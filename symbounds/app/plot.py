@@ -37,6 +37,12 @@ import os
 import tempfile
 from fractions import Fraction
 
+from ..core.contexts import BallContext
+from ..core.modelfile import parse_number
+from ..papers import shi_liao as sl
+from ..papers.shi_liao.run import PouOptions, run
+from .args import UsageError, add_instance_args, instance
+
 __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS"]
 
@@ -76,8 +82,6 @@ def load_table(path: str) -> list[dict]:
 
 
 def _number(text, what) -> Fraction:
-    from .io import parse_number
-
     try:
         return parse_number(str(text), what)
     except Exception:
@@ -186,7 +190,6 @@ def leakage_rows(inst, M_values, context: str = "ball", points: int = 2) -> list
     """
     from dataclasses import replace
 
-    from .pou import PouOptions, run
 
     rows = []
     for M in M_values:
@@ -286,15 +289,13 @@ def save_figure(fig, path: str) -> None:
 
 def add_plot_arguments(parser) -> None:
     """Flags of ``symbounds plot``."""
-    from .cli import _add_instance_args
-
     parser.add_argument("--kind", required=True, choices=list(KINDS), help="error | size | leakage")
     parser.add_argument("--table", default=None, metavar="TABLE.json", help="error, size: a sweep table")
     parser.add_argument("--M-values", dest="M_values", default=None, metavar="M1,M2,...",
                         help="leakage: attention scales (default: the derived M times 1/4, 1, 4, 16, 64)")
     parser.add_argument("--context", default="ball", choices=["ball", "fp"],
                         help="leakage: also draw the float64 values (fp)")
-    _add_instance_args(parser)
+    add_instance_args(parser)
     parser.add_argument("--out", required=True, metavar="FIG.png", help="write the figure (.png or .pdf)")
 
 
@@ -310,10 +311,9 @@ def run_plot(args) -> int:
             raise ValueError(f"--kind {args.kind} needs --table TABLE.json (from symbounds sweep)")
         fig = plot_table(load_table(args.table), args.kind)
     else:
-        from .cli import UsageError, _instance
 
         try:
-            inst = _instance(args)
+            inst = instance(args)
         except UsageError as e:
             raise ValueError(str(e)) from None
         if args.M_values:
@@ -321,8 +321,6 @@ def run_plot(args) -> int:
             if not Ms or len(Ms) > 20:
                 raise ValueError("--M-values: give 1 to 20 comma-separated scales")
         else:
-            from .papers import shi_liao as sl
-            from .contexts import BallContext
 
             K = sl.constants(inst)
             ctx = BallContext(128)

@@ -47,6 +47,17 @@ from fractions import Fraction
 
 import sympy
 
+from ..core.contexts import BallContext
+from ..core.exact import decimal
+from ..core.files import atomic_write
+from ..papers.alcalde.dataset import load_dataset, random_dataset
+from ..papers.alcalde.run import InterpOptions, thresholds
+from ..papers.alcalde.run import run as interp_run
+from ..papers.shi_liao import symbolic_constants
+from ..papers.shi_liao import tables as T
+from ..papers.shi_liao.run import PouOptions, run
+from .args import UsageError, add_instance_args, instance
+
 __all__ = [
     "pou_latex", "interp_latex", "tables_latex", "notation_formulas", "formulas_agree", "ball_tex", "decimal_tex",
     "document", "add_latex_arguments", "run_latex", "CLAIM_TEX",
@@ -111,8 +122,6 @@ def formulas_agree() -> dict:
     """``{name: bool}``: does the notation formula, with ``r_g, m, M_g, c, S, η, D`` replaced by
     their definitions, equal SymPy's ``symbolic_constants()[name]``?  (``P`` is replaced by its
     grid value only in ``P`` itself: elsewhere the paper keeps ``P`` as a symbol.)"""
-    from .papers.shi_liao import symbolic_constants
-
     full = symbolic_constants()
     nf = notation_formulas()
     sub = {_r_g: full["r_g"], _m: full["m"], _M_g: full["M_g"], _c: full["c"], _S: full["S"], _D: _d + 4}
@@ -271,8 +280,6 @@ def document(body: str, fragment: bool = False, title: str | None = None) -> str
 
 def pou_latex(res, fragment: bool = False) -> str:
     """The constants and the lemma chain of one :class:`symbounds.pou.PouResult`."""
-    from .contexts import BallContext
-
     inst, K = res.instance, res.K
     base = inst if hasattr(inst, "alpha") else inst.inst
     nf = notation_formulas()
@@ -342,8 +349,6 @@ def pou_latex(res, fragment: bool = False) -> str:
 def interp_latex(res, fragment: bool = False) -> str:
     """Sizes, block counts against the paper's formulas and the stage claims of one
     :class:`symbounds.interp.InterpResult`."""
-    from .interp import _dec, thresholds
-
     ds, sz = res.dataset, res.sizes
     f = sz["blocks_formula"]
     att = res.options.attention
@@ -365,7 +370,7 @@ def interp_latex(res, fragment: bool = False) -> str:
            rf"parameters (dense) & {sz['params_dense']} & \\",
            rf"parameters (non-zero) & {sz['params_nonzero']} & $\le (10d+8)L = {sz['params_bound']}$ \\",
            rf"largest numerator / denominator & {sz['max_numerator_bits']} / {sz['max_denominator_bits']} & bits \\",
-           rf"$\|\theta^*\|^2$ & ${decimal_tex(_dec(res.theta_norm_sq, 15))}$ & exact rational, "
+           rf"$\|\theta^*\|^2$ & ${decimal_tex(decimal(res.theta_norm_sq, 15))}$ & exact rational, "
            rf"{res.theta_norm_sq.denominator.bit_length()}-bit denominator \\",
            r"\bottomrule", r"\end{tabular}", r"\end{center}", "",
            r"\subsection*{Stage claims}",
@@ -384,7 +389,7 @@ def interp_latex(res, fragment: bool = False) -> str:
     for t in thresholds(res):
         e = sympy.Rational(t["eps"])
         rows.append(rf"\varepsilon = {sympy.latex(e)}: \quad \mathrm{{loss}}(\theta_\varepsilon) &\le "
-                    rf"\varepsilon\|\theta^*\|^2 \approx {decimal_tex(_dec(Fraction(t['loss_bound']), 15))}")
+                    rf"\varepsilon\|\theta^*\|^2 \approx {decimal_tex(decimal(Fraction(t['loss_bound']), 15))}")
     out.append(" \\\\\n".join(rows))
     verdict = {0: "proved", 1: "refuted", 3: "undecided"}[res.exit_code]
     out += [r"\end{align*}", "",
@@ -438,8 +443,6 @@ def _booktabs(columns, head, rows, align=None) -> list:
 def tables_latex(fragment: bool = False) -> str:
     """SPEC A.9's comparison table and the A.7 ablation (manifold net against the ambient cube),
     booktabs, from :mod:`symbounds.papers.tables`."""
-    from .papers import tables as T
-
     comparison = T.COMPARISON
     cols = ("work", "attention", "positions", "depth", "parameters", "domain")
     rows = []
@@ -486,10 +489,8 @@ def tables_latex(fragment: bool = False) -> str:
 
 def add_latex_arguments(parser) -> None:
     """Flags of ``symbounds latex pou|interp|tables [instance flags] --out FILE.tex [--fragment]``."""
-    from .cli import _add_instance_args
-
     parser.add_argument("what", choices=["pou", "interp", "tables"], help="which document")
-    _add_instance_args(parser)
+    add_instance_args(parser)
     parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
     parser.add_argument("--prec", type=int, default=128, help="pou: starting precision in bits (default 128)")
     parser.add_argument("--data", default=None, metavar="FILE.json", help="interp: dataset file")
@@ -502,8 +503,6 @@ def add_latex_arguments(parser) -> None:
 
 
 def _interp_dataset(args):
-    from .papers.alcalde_data import load_dataset, random_dataset
-
     if args.data:
         return load_dataset(args.data)
     parts = [p.strip() for p in args.random.split(",")]
@@ -517,17 +516,14 @@ def run_latex(args) -> int:
     """``symbounds latex``: write the document; returns 0 (bad input raises ValueError, one line)."""
     import os
 
-    from .io import atomic_write
 
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")
     if args.what == "pou":
-        from .cli import UsageError, _instance
-        from .pou import PouOptions, run
 
         try:
-            inst = _instance(args)
+            inst = instance(args)
         except UsageError as e:
             raise ValueError(str(e)) from None
         if not (0 <= args.points <= 10000):
@@ -536,7 +532,6 @@ def run_latex(args) -> int:
             raise ValueError(f"--prec {args.prec}: use between 32 and 65536 bits")
         text = pou_latex(run(inst, PouOptions(points=args.points, prec=args.prec)), args.fragment)
     elif args.what == "interp":
-        from .interp import InterpOptions, run as interp_run
 
         text = interp_latex(interp_run(_interp_dataset(args), InterpOptions(attention=args.attention,
                                                                              seed=args.seed)), args.fragment)

@@ -19,9 +19,11 @@ from __future__ import annotations
 import time
 from fractions import Fraction
 
-from ..certify import Box, box_bound
-from ..contexts import BallContext, _arb_exact_to_fraction
-from ..verify import Measured
+from ....core.boxes import Box, box_bound
+from ....core.claims import Measured
+from ....core.contexts import BallContext
+from ....core.exact import arb_to_fraction
+from .claims import MANIFOLD_CLAIMS
 
 __all__ = ["certify_on_manifold", "initial_rectangles"]
 
@@ -70,8 +72,8 @@ def _box(ctx, man, rect) -> tuple[Box, list]:
         L, side = _length(ctx, man, rect)
         lo, hi = [], []
         for xi in x:
-            lo.append(max(Fraction(0), _arb_exact_to_fraction((xi - L).lower())))
-            hi.append(min(Fraction(1), _arb_exact_to_fraction((xi + L).upper())))
+            lo.append(max(Fraction(0), arb_to_fraction((xi - L).lower())))
+            hi.append(min(Fraction(1), arb_to_fraction((xi + L).upper())))
         return Box(tuple(lo), tuple(hi)), [float(s.mid()) for s in side]
 
 
@@ -116,8 +118,8 @@ def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
             lhs = ctx.convert(eps) + ctx.one  # nothing proved about the rest: never report a pass
         else:
             lhs = ctx.convert(worst)
-        claim = Measured("L7.M", f"|T(x) - g(x)| <= eps for every x on the {man.name} "
-                                 f"({boxes} parameter rectangles, Taylor-model boxes)", "le", lhs,
+        claim = MANIFOLD_CLAIMS["L7.M"].stated(f"|T(x) - g(x)| <= eps for every x on the {man.name} "
+                                 f"({boxes} parameter rectangles, Taylor-model boxes)").measured(lhs,
                          ctx.convert(eps))
     return claim, {"boxes": boxes, "max_bound": float(worst), "seconds": time.perf_counter() - t0,
                    "status": status, "counterexample_angles_over_pi": witness}
@@ -126,8 +128,8 @@ def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
 def point_error_on(man, model, K, params, prec: int):
     """A lower bound of ``|T(x) - g(x)|`` at the point of M with the given parameters (None if the
     ball cannot tell)."""
-    from ..expr import variables
-    from ..transformer import forward
+    from ....core.expr import variables
+    from ....core.transformer import forward
 
     ctx = BallContext(prec)
     with ctx.scope():
@@ -135,4 +137,4 @@ def point_error_on(man, model, K, params, prec: int):
         T = forward(ctx, model, x)
         g = ctx.from_sympy(K.g, env=dict(zip(variables(man.ambient), x)))
         e = abs(T - g)
-        return _arb_exact_to_fraction(e.lower()) if e.is_finite() else None
+        return arb_to_fraction(e.lower()) if e.is_finite() else None

@@ -16,7 +16,7 @@ import multiprocessing
 import time
 from fractions import Fraction
 
-from .papers import shi_liao as sl
+from .. import shi_liao as sl
 
 __all__ = ["COLUMNS", "run_instance", "sweep", "write_table", "table_text"]
 
@@ -38,8 +38,9 @@ def _short(s: str, digits: int = 12) -> str:
 
 def run_instance(spec: dict) -> dict:
     """One row of the table (``spec``: d, alpha, holder, bound, eps, target, points, certify, workers)."""
-    from .certify import CertifyOptions, certify_instance
-    from .pou import PouOptions, run
+    from ...core.boxes import CertifyOptions
+    from .certificate import certify_instance
+    from .run import PouOptions, run
 
     t0 = time.perf_counter()
     inst = sl.Instance(d=spec["d"], alpha=spec["alpha"], C_H=spec["holder"], B=spec["bound"], eps=spec["eps"],
@@ -107,7 +108,7 @@ def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8,
 
 def write_table(rows: list[dict], csv_path: str) -> str:
     """Write ``csv_path`` and the JSON twin (same stem, ``.json``), atomically; returns the JSON path."""
-    from .io import atomic_write
+    from ...core.files import atomic_write
 
     buf = _io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS)
@@ -132,7 +133,7 @@ def table_text(rows: list[dict]) -> str:
 
 def parse_list(text: str, what: str, kind=Fraction) -> list:
     """Comma-separated numbers (exact) or integers."""
-    from .io import parse_number
+    from ...core.modelfile import parse_number
 
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:

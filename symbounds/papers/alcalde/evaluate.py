@@ -34,8 +34,8 @@ from fractions import Fraction
 
 import flint
 
-from ..contexts import ExactContext
-from ..transformer import Attention, Transformer
+from ...core.contexts import ExactContext
+from ...core.transformer import Attention, Transformer
 
 __all__ = ["SeqState", "evaluate", "output_set", "state_points", "to_fraction"]
 

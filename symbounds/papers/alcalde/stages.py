@@ -30,7 +30,7 @@ STAGES = ("input", "separation", "leaders", "collapse", "final")
 
 def stage_clouds(con) -> dict:
     """``{stage: [sorted list of distinct points (tuples of Fractions) of sequence j, ...]}``."""
-    from .papers.alcalde import evaluate_sets
+    from . import evaluate_sets
 
     ds = con.dataset
     idx = {name: con.stages[name] for name in STAGES[1:]}

@@ -1,4 +1,4 @@
-"""Whole-domain certificates: ``sup_{x in [0,1]^d} |T(x) - g(x)| <= eps`` proved box by box.
+"""Whole-domain bounds: ``sup_{x in [0,1]^d} |T(x) - g(x)| <= eps`` proved box by box.
 
 The network is evaluated on each input box with first-order Taylor models
 (:mod:`symbounds.taylor`), so the output model encloses ``T`` over the whole box; the target is
@@ -7,10 +7,8 @@ upper end of ``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split alo
 down to ``min_width``.  A box whose centre already violates the bound (decided on balls) refutes
 the claim with a counterexample.
 
-The certified network is a concrete rational one: the construction's weights written at
-``model_prec`` bits (the model file format, ``symbounds-transformer/1``) and read back exactly.
-The certificate carries that model, the instance it was built from, every box with its bound, and
-the target's grid checks; ``check`` re-derives all of it (see :func:`check_certificate`).
+The certified network is a concrete rational one: a model file (``symbounds-transformer/1``)
+read back exactly.  Certificates built on these boxes are in :mod:`symbounds.core.certificate`.
 """
 
 from __future__ import annotations
@@ -22,30 +20,23 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from . import __version__
-from .contexts import BallContext, Undecided, _arb_exact_to_fraction
+from .contexts import BallContext, Undecided
+from .exact import arb_to_fraction
 from .expr import parse_target, variables
-from .io import ModelFileError, model_from_json, model_to_json, parse_number
+from .modelfile import model_from_json
 from .taylor import TaylorContext
 from .transformer import forward
 
 __all__ = [
-    "CERT_FORMAT",
     "Box",
     "CertifyOptions",
     "CertifyResult",
+    "box_bound",
+    "point_error",
     "certify_model",
-    "certify_instance",
-    "check_certificate",
-    "CertificateError",
     "boxes_cover_cube",
+    "digest",
 ]
-
-CERT_FORMAT = "symbounds-certificate/1"
-
-
-class CertificateError(ValueError):
-    """A certificate that does not check out (one line naming the reason)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +112,7 @@ def box_bound(model, g, d: int, box: Box, prec: int) -> Fraction | None:
         err = abs(T.range() - gv)
         if not err.is_finite():
             return None
-        return _arb_exact_to_fraction(err.upper())
+        return arb_to_fraction(err.upper())
 
 
 def point_error(model, g, d: int, x, prec: int):
@@ -169,7 +160,7 @@ class _DaskMap:
             self.client = Client(address, timeout="10s")
         except OSError as e:
             raise ValueError(f"cannot reach the Dask scheduler at {address}: {str(e).splitlines()[0]}") from None
-        self.setup = (_digest(model_json) + target_text + str(prec), model_json, target_text, d, prec)
+        self.setup = (digest(model_json) + target_text + str(prec), model_json, target_text, d, prec)
         self.setup_future = self.client.scatter(self.setup, broadcast=True)
 
     def imap(self, boxes):
@@ -260,56 +251,9 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     return CertifyResult(verdict, proved, max_bound, counter, undecided, time.perf_counter() - t0, evaluated)
 
 
-# ------------------------------------------------------------------------------------------
-# the [SL26] instance -> model -> certificate
-
-
-def _digest(obj) -> str:
+def digest(obj) -> str:
+    """SHA-256 of the canonical JSON text of ``obj`` (a model file, in certificates)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, CertifyResult]:
-    """Certify the construction of ``inst`` over the whole cube; returns (certificate, result)."""
-    from .papers import shi_liao as sl
-    from .verify import decide
-
-    K = sl.constants(inst)
-    exact_model = sl.build(K)
-    mj = model_to_json(exact_model, opts.model_prec)
-    ball = BallContext(opts.prec)
-    assumptions = [decide(ball, m) for m in sl.measure_assumptions(ball, K)]
-    res = certify_model(mj, inst.target_text, inst.d, inst.eps, opts, progress)
-    if any(a.verdict == "refuted" for a in assumptions):
-        res.verdict = "refuted"
-    elif res.verdict == "proved" and any(a.verdict == "undecided" for a in assumptions):
-        res.verdict = "undecided"
-    cert = {
-        "format": CERT_FORMAT,
-        "symbounds": __version__,
-        "claim": f"sup over [0,1]^{inst.d} of |T(x) - g(x)| <= eps",
-        "construction": "shi_liao",
-        "instance": inst.as_json(),
-        "d": inst.d,
-        "eps": str(inst.eps),
-        "target": inst.target_text,
-        "prec": opts.prec,
-        "model_prec": opts.model_prec,
-        "model_sha256": _digest(mj),
-        "model": mj,
-        "verdict": res.verdict,
-        "max_bound": None if res.max_bound is None else str(res.max_bound),
-        "boxes": [{**b.as_json(), "bound": str(bd)} for b, bd in res.boxes],
-        "undecided_boxes": [b.as_json() for b in res.undecided],
-        "counterexample": res.counterexample,
-        "assumptions": [a.as_json() for a in assumptions],
-        "seconds": f"{res.seconds:.3f}",
-        "boxes_evaluated": res.evaluated,
-    }
-    return cert, res
-
-
-# ------------------------------------------------------------------------------------------
-# checking
 
 
 def boxes_cover_cube(boxes: list[Box], d: int) -> bool:
@@ -349,114 +293,3 @@ def boxes_cover_cube(boxes: list[Box], d: int) -> bool:
     return True
 
 
-def _req(obj, key, what="certificate"):
-    if not isinstance(obj, dict) or key not in obj:
-        raise CertificateError(f"{what}: missing '{key}'")
-    return obj[key]
-
-
-def load_certificate(path: str) -> dict:
-    from .io import read_json_file
-
-    try:
-        return read_json_file(path, CertificateError, _no_float, _no_float)
-    except ModelFileError as e:
-        raise CertificateError(str(e)) from None
-
-
-def _no_float(text):
-    raise ModelFileError(f"JSON number {text!r}: numbers must be strings")
-
-
-def check_certificate(cert: dict, prec: int | None = None, progress=None) -> dict:
-    """Re-verify a certificate from scratch; raises :class:`CertificateError` with the reason.
-
-    1. the format and the claim's numbers are well formed; ``eps`` in (0, 1);
-    2. the model is the construction of the recorded instance, written at ``model_prec`` bits
-       (rebuilt here), and matches its digest;
-    3. the boxes lie in the cube and cover it (exact rational arithmetic);
-    4. each box is re-evaluated: the recomputed bound must not exceed the recorded one, and
-       every recorded bound, and their maximum, must be at most ``eps``;
-    5. the target's grid checks are re-run: none may be refuted.
-    """
-    from .papers import shi_liao as sl
-
-    try:
-        if _req(cert, "format") != CERT_FORMAT:
-            raise CertificateError(f"format must be {CERT_FORMAT!r}")
-        if _req(cert, "verdict") != "proved":
-            raise CertificateError(f"its verdict is {cert['verdict']!r}, not 'proved'")
-        d = _req(cert, "d")
-        if not isinstance(d, int) or isinstance(d, bool) or not (1 <= d <= 8):
-            raise CertificateError("'d' must be an integer in 1..8")
-        eps = parse_number(_req(cert, "eps"), "eps")
-        if not (0 < eps < 1):
-            raise CertificateError("eps must lie in (0, 1)")
-        target = _req(cert, "target")
-        if not isinstance(target, str):
-            raise CertificateError("'target' must be a string")
-        g = parse_target(target, d)
-        cprec = prec or _req(cert, "prec")
-        if not isinstance(cprec, int) or not (24 <= cprec <= 1 << 16):
-            raise CertificateError("'prec' must be an integer number of bits in 24..65536")
-        mj = _req(cert, "model")
-        if _digest(mj) != _req(cert, "model_sha256"):
-            raise CertificateError("the model does not match its digest (model_sha256)")
-        model = model_from_json(mj)
-        inst_json = _req(cert, "instance")
-        inst = sl.Instance(
-            d=d, alpha=_req(inst_json, "alpha", "instance"), C_H=_req(inst_json, "holder", "instance"),
-            B=_req(inst_json, "bound", "instance"), eps=eps, target=target,
-            M=inst_json.get("M"), M_g=inst_json.get("Mg"),
-        )
-        if inst_json.get("d") != d or parse_number(inst_json.get("eps", "0"), "instance.eps") != eps:
-            raise CertificateError("the instance disagrees with the claim (d or eps)")
-        model_prec = _req(cert, "model_prec")
-        rebuilt = model_to_json(sl.build(sl.constants(inst)), model_prec)
-        if _digest(rebuilt) != _digest(mj):
-            raise CertificateError("the model is not the construction for the recorded instance")
-        raw_boxes = _req(cert, "boxes")
-        if not isinstance(raw_boxes, list) or not raw_boxes:
-            raise CertificateError("'boxes' must be a non-empty list")
-        boxes, bounds = [], []
-        for i, b in enumerate(raw_boxes):
-            lo = tuple(parse_number(v, f"boxes[{i}].lo") for v in _req(b, "lo", f"boxes[{i}]"))
-            hi = tuple(parse_number(v, f"boxes[{i}].hi") for v in _req(b, "hi", f"boxes[{i}]"))
-            if len(lo) != d or len(hi) != d or any(not (0 <= a < c <= 1) for a, c in zip(lo, hi)):
-                raise CertificateError(f"box {i} is not a non-empty box inside [0,1]^{d}")
-            bound = parse_number(_req(b, "bound", f"boxes[{i}]"), f"boxes[{i}].bound")
-            if bound > eps:
-                raise CertificateError(f"box {i} records the bound {bound} > eps = {eps}")
-            boxes.append(Box(lo, hi))
-            bounds.append(bound)
-        recorded_max = parse_number(_req(cert, "max_bound"), "max_bound")
-        if recorded_max != max(bounds):
-            raise CertificateError("max_bound is not the largest box bound")
-        if not boxes_cover_cube(boxes, d):
-            raise CertificateError(f"the boxes do not cover [0,1]^{d}")
-        for i, (box, bound) in enumerate(zip(boxes, bounds)):
-            again = box_bound(model, g, d, box, cprec)
-            if again is None or again > bound:
-                shown = "cannot be enclosed" if again is None else f"is {float(again):.6g}"
-                raise CertificateError(f"box {i}: the recomputed bound {shown}, above the recorded "
-                                       f"{float(bound):.6g}")
-            if progress is not None:
-                progress(i + 1, len(boxes))
-        ball = BallContext(cprec)
-        from .verify import decide
-
-        for m in sl.measure_assumptions(ball, sl.constants(inst)):
-            r = decide(ball, m)
-            if r.verdict == "refuted":
-                raise CertificateError(f"the target violates assumption {r.id}: {r.statement}")
-    except (ModelFileError, ValueError, TypeError) as e:
-        if isinstance(e, CertificateError):
-            raise
-        raise CertificateError(f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    return {"boxes": len(boxes), "max_bound": str(recorded_max), "eps": str(eps), "d": d}
-
-
-def write_certificate(path: str, cert: dict) -> None:
-    from .io import atomic_write
-
-    atomic_write(path, json.dumps(cert, indent=1) + "\n")

@@ -86,7 +86,7 @@ def parse_exact(v, what: str) -> Fraction:
     if isinstance(v, Fraction):
         return v
     if isinstance(v, str):
-        from ..io import ModelFileError, parse_number
+        from ...core.modelfile import ModelFileError, parse_number
 
         try:
             return parse_number(v, what)
@@ -167,7 +167,7 @@ def _reject_constant(text):
 
 def load_dataset(path: str) -> Dataset:
     """Read and validate a dataset file (JSON decimals are read exactly from their text)."""
-    from ..io import read_json_file
+    from ...core.files import read_json_file
 
     return dataset_from_json(read_json_file(path, DatasetError, Fraction, _reject_constant, _MAX_FILE))
 

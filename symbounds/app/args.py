@@ -1,0 +1,134 @@
+"""Command-line pieces shared by every sub-command: one-line usage errors, exact numbers from
+flags, the instance flags of the partition-of-unity construction, output folders, progress."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from fractions import Fraction
+
+import sympy
+
+from ..core.exact import NumberError, parse_number
+from ..core.expr import ExprError
+from ..papers import shi_liao as sl
+from ..papers.shi_liao.manifolds.manifold import instance_from_args
+
+__all__ = ["UsageError", "Parser", "number", "point", "add_instance_args", "instance", "check_out_folders", "Bar",
+           "show_progress"]
+
+
+class UsageError(Exception):
+    """Bad input from the command line (exit 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse would print the usage block first)
+        raise UsageError(message)
+
+
+def number(text: str, what: str) -> Fraction:
+    try:
+        return parse_number(text, what)
+    except NumberError as e:
+        raise UsageError(str(e)) from None
+
+
+def point(text: str, d: int) -> tuple:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != d or any(not p for p in parts):
+        raise UsageError(f"--at {text[:40]!r}: expected {d} comma-separated coordinate(s)")
+    x = tuple(number(p, f"--at {text[:40]!r}") for p in parts)
+    if any(not (0 <= v <= 1) for v in x):
+        raise UsageError(f"--at {text[:40]!r}: the point must lie in the cube [0,1]^{d}")
+    return x
+
+
+def show_progress(args) -> bool:
+    return not args.quiet and not os.environ.get("CI") and sys.stderr.isatty()
+
+
+def add_instance_args(q) -> None:
+    """The flags that define a [SL26] instance (shared by pou, certify)."""
+    q.add_argument("--d", type=int, default=None, help="input dimension (default 1)")
+    q.add_argument("--alpha", default=None, help="Hoelder exponent in (0, 1] (default 1)")
+    q.add_argument("--holder", default=None, help="Hoelder constant C_H > 0 (default 2; manifold: its target's)")
+    q.add_argument("--bound", default=None, help="sup-norm bound B > 0 of the target (default 2; manifold: its target's)")
+    q.add_argument("--eps", default=None, help="accuracy in (0, 1) (default 0.1; manifold: by manifold)")
+    q.add_argument("--target", default=None, help="target g as an expression in x1..xd (default: a 2-Lipschitz sine)")
+    q.add_argument("--M", dest="M", default=None, help="replace the derived attention scale M")
+    q.add_argument("--Mg", dest="Mg", default=None, help="replace the derived partition scale M_g")
+
+
+_CUBE_DEFAULTS = {"d": 1, "alpha": "1", "holder": "2", "bound": "2", "eps": "0.1"}
+
+
+def _manifold_instance(args):
+    """``pou --manifold``: flags left out take the manifold's defaults (SPEC A.7)."""
+    try:
+        return instance_from_args(args)
+    except ExprError as e:
+        raise UsageError(f"--target: {e}") from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def instance(args):
+    """The [SL26] instance of the shared flags, validated (UsageError on bad input)."""
+    if getattr(args, "manifold", None) is not None:
+        return _manifold_instance(args)
+    for k, v in _CUBE_DEFAULTS.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+
+    if args.d < 1:
+        raise UsageError(f"--d must be at least 1, got {args.d}")
+    if args.d > 8:
+        raise UsageError(f"--d {args.d}: dimensions above 8 need more than {sl.MAX_TOKENS} tokens")
+    num = lambda v, w: sympy.Rational(number(v, w).numerator, number(v, w).denominator)
+    try:
+        inst = sl.Instance(
+            d=args.d, alpha=num(args.alpha, "--alpha"), C_H=num(args.holder, "--holder"), B=num(args.bound, "--bound"),
+            eps=num(args.eps, "--eps"), target=args.target,
+            M=None if args.M is None else num(args.M, "--M"), M_g=None if args.Mg is None else num(args.Mg, "--Mg"),
+        )
+        inst.target_expr()  # parse errors surface before any work
+    except ExprError as e:
+        raise UsageError(f"--target: {e}") from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return inst
+
+
+def check_out_folders(*paths) -> None:
+    for path in paths:
+        if path is not None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise UsageError(f"{path}: folder {folder} does not exist")
+
+
+class Bar:
+    """A tqdm progress bar on a terminal; nothing under CI, --quiet or a pipe."""
+
+    def __init__(self, args, unit):
+        self.bar = None
+        if show_progress(args):
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, unit=unit, leave=False, file=sys.stderr)
+
+    def __call__(self, done, total, label=None):
+        if self.bar is not None:
+            self.bar.total = total
+            if label:
+                self.bar.set_description(label)
+            self.bar.n = done
+            self.bar.refresh()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+

@@ -1,0 +1,155 @@
+"""Certificate files: a whole-domain bound that someone else can re-check from scratch.
+
+A certificate (format ``symbounds-certificate/1``, JSON, every number a string) records the claim
+``sup_{x in [0,1]^d} |T(x) - g(x)| <= eps``, the construction and instance it was built from, the
+network as a model file with its SHA-256, every box with its certified bound, and the target's
+grid checks.  :func:`check_certificate` re-derives all of it; the construction-specific part (the
+network the recorded instance must give, and the target's assumptions) is asked of the
+construction through a ``rebuild`` callable, so this module knows no paper.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+from .boxes import Box, CertifyResult, box_bound, boxes_cover_cube, digest
+from .exact import parse_number
+from .expr import parse_target
+from .files import atomic_write, read_json_file
+from .modelfile import ModelFileError, model_from_json
+
+__all__ = ["CERT_FORMAT", "CertificateError", "make_certificate", "load_certificate", "check_certificate",
+           "write_certificate"]
+
+CERT_FORMAT = "symbounds-certificate/1"
+
+
+class CertificateError(ValueError):
+    """A certificate that does not check out (one line naming the reason)."""
+
+
+def make_certificate(*, version: str, construction: str, instance: dict, d: int, eps: Fraction, target: str,
+                     prec: int, model_prec: int, model_json: dict, res: CertifyResult, assumptions: list) -> dict:
+    """The certificate of a finished box run ``res`` (``assumptions``: the target's grid checks
+    as :class:`~symbounds.core.claims.ClaimResult`)."""
+    return {
+        "format": CERT_FORMAT,
+        "symbounds": version,
+        "claim": f"sup over [0,1]^{d} of |T(x) - g(x)| <= eps",
+        "construction": construction,
+        "instance": instance,
+        "d": d,
+        "eps": str(eps),
+        "target": target,
+        "prec": prec,
+        "model_prec": model_prec,
+        "model_sha256": digest(model_json),
+        "model": model_json,
+        "verdict": res.verdict,
+        "max_bound": None if res.max_bound is None else str(res.max_bound),
+        "boxes": [{**b.as_json(), "bound": str(bd)} for b, bd in res.boxes],
+        "undecided_boxes": [b.as_json() for b in res.undecided],
+        "counterexample": res.counterexample,
+        "assumptions": [a.as_json() for a in assumptions],
+        "seconds": f"{res.seconds:.3f}",
+        "boxes_evaluated": res.evaluated,
+    }
+
+
+def _req(obj, key, what="certificate"):
+    if not isinstance(obj, dict) or key not in obj:
+        raise CertificateError(f"{what}: missing '{key}'")
+    return obj[key]
+
+
+def _no_float(text):
+    raise ModelFileError(f"JSON number {text!r}: numbers must be strings")
+
+
+def load_certificate(path: str) -> dict:
+    try:
+        return read_json_file(path, CertificateError, _no_float, _no_float)
+    except ModelFileError as e:
+        raise CertificateError(str(e)) from None
+
+
+def write_certificate(path: str, cert: dict) -> None:
+    atomic_write(path, json.dumps(cert, indent=1) + "\n")
+
+
+def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=None) -> dict:
+    """Re-verify a certificate from scratch; raises :class:`CertificateError` with the reason.
+
+    ``rebuild(cert, d, eps, target, model_prec, prec) -> (model_json, assumption_results)`` is the
+    construction's part: the model file its recorded instance gives at ``model_prec`` bits, and
+    the target's grid checks re-run at ``prec`` bits.
+
+    1. the format and the claim's numbers are well formed; ``eps`` in (0, 1);
+    2. the model is the construction of the recorded instance (rebuilt here) and matches its digest;
+    3. the boxes lie in the cube and cover it (exact rational arithmetic);
+    4. each box is re-evaluated: the recomputed bound must not exceed the recorded one, and
+       every recorded bound, and their maximum, must be at most ``eps``;
+    5. the target's grid checks are re-run: none may be refuted.
+    """
+    try:
+        if _req(cert, "format") != CERT_FORMAT:
+            raise CertificateError(f"format must be {CERT_FORMAT!r}")
+        if _req(cert, "verdict") != "proved":
+            raise CertificateError(f"its verdict is {cert['verdict']!r}, not 'proved'")
+        d = _req(cert, "d")
+        if not isinstance(d, int) or isinstance(d, bool) or not (1 <= d <= 8):
+            raise CertificateError("'d' must be an integer in 1..8")
+        eps = parse_number(_req(cert, "eps"), "eps")
+        if not (0 < eps < 1):
+            raise CertificateError("eps must lie in (0, 1)")
+        target = _req(cert, "target")
+        if not isinstance(target, str):
+            raise CertificateError("'target' must be a string")
+        g = parse_target(target, d)
+        cprec = prec or _req(cert, "prec")
+        if not isinstance(cprec, int) or not (24 <= cprec <= 1 << 16):
+            raise CertificateError("'prec' must be an integer number of bits in 24..65536")
+        mj = _req(cert, "model")
+        if digest(mj) != _req(cert, "model_sha256"):
+            raise CertificateError("the model does not match its digest (model_sha256)")
+        model = model_from_json(mj)
+        model_prec = _req(cert, "model_prec")
+        rebuilt, assumptions = rebuild(cert, d, eps, target, model_prec, cprec)
+        if digest(rebuilt) != digest(mj):
+            raise CertificateError("the model is not the construction for the recorded instance")
+        raw_boxes = _req(cert, "boxes")
+        if not isinstance(raw_boxes, list) or not raw_boxes:
+            raise CertificateError("'boxes' must be a non-empty list")
+        boxes, bounds = [], []
+        for i, b in enumerate(raw_boxes):
+            lo = tuple(parse_number(v, f"boxes[{i}].lo") for v in _req(b, "lo", f"boxes[{i}]"))
+            hi = tuple(parse_number(v, f"boxes[{i}].hi") for v in _req(b, "hi", f"boxes[{i}]"))
+            if len(lo) != d or len(hi) != d or any(not (0 <= a < c <= 1) for a, c in zip(lo, hi)):
+                raise CertificateError(f"box {i} is not a non-empty box inside [0,1]^{d}")
+            bound = parse_number(_req(b, "bound", f"boxes[{i}]"), f"boxes[{i}].bound")
+            if bound > eps:
+                raise CertificateError(f"box {i} records the bound {bound} > eps = {eps}")
+            boxes.append(Box(lo, hi))
+            bounds.append(bound)
+        recorded_max = parse_number(_req(cert, "max_bound"), "max_bound")
+        if recorded_max != max(bounds):
+            raise CertificateError("max_bound is not the largest box bound")
+        if not boxes_cover_cube(boxes, d):
+            raise CertificateError(f"the boxes do not cover [0,1]^{d}")
+        for i, (box, bound) in enumerate(zip(boxes, bounds)):
+            again = box_bound(model, g, d, box, cprec)
+            if again is None or again > bound:
+                shown = "cannot be enclosed" if again is None else f"is {float(again):.6g}"
+                raise CertificateError(f"box {i}: the recomputed bound {shown}, above the recorded "
+                                       f"{float(bound):.6g}")
+            if progress is not None:
+                progress(i + 1, len(boxes))
+        for r in assumptions:
+            if r.verdict == "refuted":
+                raise CertificateError(f"the target violates assumption {r.id}: {r.statement}")
+    except (ModelFileError, ValueError, TypeError) as e:
+        if isinstance(e, CertificateError):
+            raise
+        raise CertificateError(f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return {"boxes": len(boxes), "max_bound": str(recorded_max), "eps": str(eps), "d": d}

@@ -1,0 +1,82 @@
+"""The small interface every construction implements (docs/adding-a-construction.md).
+
+A construction is one folder under ``symbounds/papers/`` holding a :class:`Paper` and one line in
+``symbounds.papers.CATALOGUE``.  The command line, the reports, LaTeX and the catalogue test read
+only this interface:
+
+=====================  =====================================================================
+member                 what it is
+=====================  =====================================================================
+``key``                short name, the catalogue key and the ``construction`` of certificates
+``title``, ``citation``  for reports and LaTeX captions
+``docs``               the page of docs/ with the mathematics in our words
+``parameters``         the instance's parameters as data (:class:`Parameter`)
+``instance(values)``   an instance from a mapping name -> text (``ValueError``: one line)
+``build(inst)``        the network (:class:`~symbounds.core.transformer.Transformer`)
+``claims``             every :class:`~symbounds.core.claims.Claim` the proof measures
+``prove(inst)``        a :class:`Proof`: one :class:`~symbounds.core.claims.ClaimResult` per claim
+``example``            a small instance (mapping) that proves in seconds
+``rebuild``            optional: re-derives a certificate's model (whole-domain certificates)
+=====================  =====================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from .claims import Claim, ClaimResult, Verdict, overall
+from .transformer import Transformer
+
+__all__ = ["Parameter", "Paper", "Proof"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of an instance: its name, default (as text; None: required or derived), and
+    a one-line description."""
+
+    name: str
+    default: str | None
+    doc: str
+
+
+@dataclass
+class Proof:
+    """What ``prove`` returns: the verdicts, the network they are about, and anything else the
+    construction reports (``extra``)."""
+
+    results: list[ClaimResult]
+    model: Transformer | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> Verdict:
+        return overall(self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A construction, as data plus a few functions (see the module docstring)."""
+
+    key: str
+    title: str
+    citation: str
+    docs: str
+    parameters: tuple[Parameter, ...]
+    instance: Callable[[Mapping[str, str]], object]
+    build: Callable[[object], Transformer]
+    claims: tuple[Claim, ...]
+    prove: Callable[[object], Proof]
+    example: Mapping[str, str]
+    rebuild: Callable | None = None
+
+    def claim(self, cid: str) -> Claim:
+        for c in self.claims:
+            if c.id == cid:
+                return c
+        raise KeyError(cid)

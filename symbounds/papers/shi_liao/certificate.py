@@ -1,0 +1,60 @@
+"""Whole-cube certificates for the partition-of-unity network (``symbounds certify``/``check``).
+
+The certified network is the construction's weights written at ``model_prec`` bits (the model file
+format) and read back exactly; the boxes are evaluated by :mod:`symbounds.core.boxes`, the file is
+written and re-checked by :mod:`symbounds.core.certificate`.  This module supplies the paper's
+part: the instance -> model, and the target's assumptions (Hölder and sup-norm on a grid).
+"""
+
+from __future__ import annotations
+
+from ...core.boxes import CertifyOptions, CertifyResult, certify_model
+from ...core.certificate import CertificateError, make_certificate
+from ...core.claims import decide
+from ...core.contexts import BallContext
+from ...core.exact import parse_number
+from ...core.modelfile import model_to_json
+from ...core.version import __version__
+from .claims import measure_assumptions
+from .constants import Instance, constants
+from .construction import build
+
+__all__ = ["certify_instance", "rebuild"]
+
+
+def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, CertifyResult]:
+    """Certify the construction of ``inst`` over the whole cube; returns (certificate, result)."""
+    K = constants(inst)
+    mj = model_to_json(build(K), opts.model_prec)
+    ball = BallContext(opts.prec)
+    assumptions = [decide(ball, m) for m in measure_assumptions(ball, K)]
+    res = certify_model(mj, inst.target_text, inst.d, inst.eps, opts, progress)
+    if any(a.verdict == "refuted" for a in assumptions):
+        res.verdict = "refuted"
+    elif res.verdict == "proved" and any(a.verdict == "undecided" for a in assumptions):
+        res.verdict = "undecided"
+    cert = make_certificate(version=__version__, construction="shi_liao", instance=inst.as_json(), d=inst.d,
+                            eps=inst.eps, target=inst.target_text, prec=opts.prec, model_prec=opts.model_prec,
+                            model_json=mj, res=res, assumptions=assumptions)
+    return cert, res
+
+
+def _field(obj, key):
+    if not isinstance(obj, dict) or key not in obj:
+        raise CertificateError(f"instance: missing '{key}'")
+    return obj[key]
+
+
+def rebuild(cert: dict, d: int, eps, target: str, model_prec: int, prec: int):
+    """The model file the recorded instance gives, and the target's grid checks (see
+    :func:`symbounds.core.certificate.check_certificate`)."""
+    inst_json = _field(cert, "instance")
+    inst = Instance(
+        d=d, alpha=_field(inst_json, "alpha"), C_H=_field(inst_json, "holder"), B=_field(inst_json, "bound"),
+        eps=eps, target=target, M=inst_json.get("M"), M_g=inst_json.get("Mg"),
+    )
+    if inst_json.get("d") != d or parse_number(inst_json.get("eps", "0"), "instance.eps") != eps:
+        raise CertificateError("the instance disagrees with the claim (d or eps)")
+    K = constants(inst)
+    ball = BallContext(prec)
+    return model_to_json(build(K), model_prec), [decide(ball, m) for m in measure_assumptions(ball, K)]

@@ -1,0 +1,339 @@
+"""Softmax partition of unity [SL26]: Shi & Liao's two-block Transformer, its constants and claims.
+
+Z. Shi, W. Liao, *Learning Theory of Transformers: Local-to-Global Approximation via Softmax
+Partition of Unity*, NeurIPS 2026, arXiv:2605.08811.  Concrete choices follow ``SPEC.md`` A.3-A.5.
+
+Paper symbols and code names
+============================
+===================  ==============  ===========================================================
+paper                code            value
+===================  ==============  ===========================================================
+``r_g``              ``r_g``         ``(eps / (4 C_H))^(1/alpha)``
+``m``                ``m``           ``ceil(sqrt(d) / (2 r_g))`` grid points per axis
+``P``                ``P``           ``m^d`` centres ``c = ((2i-1)/(2m))_i`` = tokens
+``M_g``              ``M_g``         ``log(8 B P / eps) / (3 r_g^2)``
+``theta_k``          ``theta(k)``    ``2 pi k / P``, ``k = 1..P`` (token ``j`` <-> ``k = j + 1``)
+``c``                ``c``           ``1 - cos(2 pi / P)``
+``S(M)``             ``S``           ``sum_k exp(M cos theta_k)``
+``eta(M)``           ``eta``         ``e^M / S(M) = 1 / sum_k exp(M (cos theta_k - 1))``
+``lambda(M)``        ``lam``         ``sum_k e^{M cos theta_k} cos theta_k / S(M)``
+``M``                ``M``           ``(1/c) log(4 (P-1) B (36 d M_g + 2) / eps)``
+``w_ind``            ``w_ind``       ``1 / (eta(M) - 2 e^{-cM})``
+``D``, ``d_ff``      ``D``, ``d_ff`` ``d + 4``, ``2D``
+===================  ==============  ===========================================================
+
+Rows of the hidden state (0-based): ``0..d-1`` input ``x`` (after layer 1: row 0 holds ``T~``,
+row 1 holds ``g~``), ``d`` constant, ``d+1`` indicator, ``d+2, d+3`` position
+``p_j = (sin theta_j, cos theta_j)``.  Layers: 0 attention (``P + 2`` heads), 1 feed-forward,
+2 attention (one head), 3 feed-forward.  No skip connections.
+
+Domains: ``constants(inst)`` builds the cube grid and calls ``constants_from(inst, centres, r_g,
+P_paper)``, which accepts any exact centres in ``[0,1]^{inst.d}``; with ``domain=`` (a manifold,
+``papers/manifolds.py``) the covering claim, E1, the size bound and the assumption checks come from
+the domain, and ``K.d`` is the ambient input dimension while ``K.d_int`` is the intrinsic one.
+
+The eta and lambda weights are written in the max-shifted form ``exp(M (cos theta_k - 1))``:
+mathematically the same numbers as ``e^M / S(M)``, and the form a float64 implementation uses.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy
+from sympy import Integer, Rational
+
+from ...core.exact import parse_number
+from ...core.expr import parse_target, variables
+
+__all__ = ["Instance", "Constants", "constants", "constants_from", "symbolic_constants", "default_target",
+           "MAX_TOKENS", "MAX_TRACED_TOKENS", "ROWS", "SYM", "sinpi", "cospi"]
+
+#: Largest grid the command accepts (layer 1 has P + 2 heads of P x P attention).
+MAX_TOKENS = 1024
+#: Largest grid whose claims ``pou`` measures: every layer-1 attention matrix is kept for the
+#: claims (P + 2 heads of P x P balls, ~2 GB at P = 256); larger grids go to ``certify``.
+MAX_TRACED_TOKENS = 300
+
+# layer indices
+ATT1, FFN1, ATT2, FFN2 = 0, 1, 2, 3
+
+
+def ROWS(d: int) -> dict:
+    """Row indices of the hidden state for input dimension d."""
+    return {"T": 0, "g": 1, "const": d, "ind": d + 1, "pos": (d + 2, d + 3)}
+
+
+def default_target(d: int) -> str:
+    """A 2-Lipschitz target bounded by 1: ``sin(2 x1)`` (d = 1), ``sin(2 (x1+..+xd) / sqrt(d))``."""
+    if d == 1:
+        return "sin(2*x1)"
+    return f"sin(2*({'+'.join(f'x{i}' for i in range(1, d + 1))})/sqrt({d}))"
+
+
+def _exact(v, what: str) -> Rational:
+    """An exact SymPy Rational from an int, Fraction, SymPy Rational or a string ('1/2', '0.1')."""
+    if isinstance(v, float):
+        raise TypeError(f"{what}: a float is not exact; pass a string such as '0.1' or a Fraction")
+    if isinstance(v, str):
+        v = parse_number(v, what)
+    if isinstance(v, Fraction):
+        return Rational(v.numerator, v.denominator)
+    if isinstance(v, int) or (isinstance(v, sympy.Basic) and v.is_Rational):
+        return Rational(v)
+    raise TypeError(f"{what}: expected an exact rational, got {type(v).__name__}")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """The inputs of one construction: dimension, smoothness, bounds, accuracy, target, overrides."""
+
+    d: int = 1
+    alpha: Rational = Integer(1)
+    C_H: Rational = Integer(2)
+    B: Rational = Integer(2)
+    eps: Rational = Rational(1, 10)
+    target: str | None = None
+    M: Rational | None = None
+    M_g: Rational | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.d, int) or isinstance(self.d, bool) or self.d < 1:
+            raise ValueError(f"d must be an integer >= 1, got {self.d!r}")
+        for name in ("alpha", "C_H", "B", "eps", "M", "M_g"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            object.__setattr__(self, name, _exact(v, name))
+        if not (0 < self.alpha <= 1):
+            raise ValueError(f"alpha must lie in (0, 1], got {self.alpha}")
+        if self.C_H <= 0:
+            raise ValueError(f"the Hoelder constant C_H must be positive, got {self.C_H}")
+        if self.B <= 0:
+            raise ValueError(f"the bound B must be positive, got {self.B}")
+        if not (0 < self.eps < 1):
+            raise ValueError(f"eps must lie in (0, 1), got {self.eps}")
+        if self.M is not None and self.M <= 0:
+            raise ValueError(f"the attention scale M must be positive, got {self.M}")
+        if self.M_g is not None and self.M_g <= 0:
+            raise ValueError(f"the partition scale M_g must be positive, got {self.M_g}")
+
+    @property
+    def target_text(self) -> str:
+        return self.target if self.target is not None else default_target(self.d)
+
+    def target_expr(self) -> sympy.Expr:
+        return parse_target(self.target_text, self.d)
+
+    def as_json(self) -> dict:
+        s = lambda v: None if v is None else str(v)
+        return {
+            "paper": "shi_liao",
+            "d": self.d,
+            "alpha": s(self.alpha),
+            "holder": s(self.C_H),
+            "bound": s(self.B),
+            "eps": s(self.eps),
+            "target": self.target_text,
+            "M": s(self.M),
+            "Mg": s(self.M_g),
+        }
+
+
+# ------------------------------------------------------------------------------------------
+# Constants
+
+
+def symbolic_constants() -> dict:
+    """Each constant of SPEC A.3 as a SymPy expression in (d, alpha, C_H, B, eps) and, where the
+    grid enters, in the token count ``P`` (itself ``ceil(sqrt(d)/(2 r_g))^d``) and the scale ``M``."""
+    d = sympy.Symbol("d", positive=True, integer=True)
+    alpha, C_H, B, eps = sympy.symbols("alpha C_H B varepsilon", positive=True)
+    P = sympy.Symbol("P", positive=True, integer=True)
+    M = sympy.Symbol("M", positive=True)
+    k = sympy.Symbol("k", positive=True, integer=True)
+    r_g = (eps / (4 * C_H)) ** (1 / alpha)
+    M_g = sympy.log(8 * B * P / eps) / (3 * r_g**2)
+    c = 1 - sympy.cos(2 * sympy.pi / P)
+    S = sympy.Sum(sympy.exp(M * sympy.cos(2 * sympy.pi * k / P)), (k, 1, P))
+    eta = sympy.exp(M) / S
+    lam = sympy.Sum(sympy.exp(M * sympy.cos(2 * sympy.pi * k / P)) * sympy.cos(2 * sympy.pi * k / P), (k, 1, P)) / S
+    D = d + 4
+    return {
+        "r_g": r_g,
+        "m": sympy.ceiling(sympy.sqrt(d) / (2 * r_g)),
+        "P": sympy.ceiling(sympy.sqrt(d) / (2 * r_g)) ** d,
+        "P_paper": d ** (d / 2) * (8 * C_H) ** (d / alpha) * eps ** (-d / alpha),
+        "M_g": M_g,
+        "c": c,
+        "S": S,
+        "eta": eta,
+        "lambda": lam,
+        "M": sympy.log(4 * (P - 1) * B * (36 * d * M_g + 2) / eps) / c,
+        "w_ind": 1 / (eta - 2 * sympy.exp(-c * M)),
+        "D": D,
+        "d_ff": 2 * D,
+        "heads_1": P + 2,
+        "heads_2": Integer(1),
+        "params_dense": 8 * D * (P + 2) + 4 * D + 2 * (4 * D**2 + 3 * D),
+        "max_weight_paper": eps ** (-2 * d / alpha) * sympy.log(1 / eps),
+    }
+
+
+def sinpi(q) -> sympy.Expr:
+    """sin(pi q) for rational q, kept unevaluated (Arb evaluates it with sin_pi) unless exact."""
+    q = Rational(q) % 2
+    if (2 * q).is_integer:
+        return sympy.sin(sympy.pi * q)  # 0 or +-1
+    return sympy.sin(sympy.pi * q, evaluate=False)
+
+
+def cospi(q) -> sympy.Expr:
+    q = Rational(q) % 2
+    if (2 * q).is_integer:
+        return sympy.cos(sympy.pi * q)
+    return sympy.cos(sympy.pi * q, evaluate=False)
+
+
+#: Named constants of a construction (symbols in the weights; definitions in ``Constants.defs``).
+SYM = {name: sympy.Symbol(name, positive=True) for name in ("M_g", "c", "M", "emcM", "eta", "lambda", "w_ind")}
+
+
+@dataclass
+class Constants:
+    """The constants of one instance.
+
+    Rational and algebraic ones (``r_g``, ``P``, the centres) are exact SymPy numbers.  The
+    transcendental ones are symbols (``SYM``) with definitions in ``defs`` (dependency order), so
+    that the weights stay small expressions and each context evaluates each definition once.
+    """
+
+    inst: Instance
+    g: sympy.Expr
+    r_g: sympy.Expr
+    m: int
+    P: int
+    P_paper: sympy.Expr
+    defs: dict  # Symbol -> definition
+    centres: list
+    g_centres: list
+    M_derived: sympy.Expr = None
+    M_g_derived: sympy.Expr = None
+    #: ``None`` for the cube; otherwise the input domain (a manifold, ``symbounds.papers.manifolds``)
+    #: which supplies the covering claim, the near-field claim E1, the size bound ``P_paper`` and
+    #: the checks of the target's assumptions on that domain.
+    domain: object = None
+
+    @property
+    def d(self) -> int:
+        """The input dimension (rows ``0..d-1``): ``d`` on the cube, the ambient ``D̄`` on a manifold."""
+        return self.inst.d
+
+    @property
+    def d_int(self) -> int:
+        """The intrinsic dimension that drives ``r_g`` and ``P``: ``d`` on the cube."""
+        return self.inst.d if self.domain is None else self.domain.d
+
+    @property
+    def D(self) -> int:
+        return self.inst.d + 4
+
+    def __getattr__(self, name):
+        # K.M, K.M_g, K.eta ... are the symbols of the named constants
+        key = {"lam": "lambda"}.get(name, name)
+        if key in SYM:
+            return SYM[key]
+        raise AttributeError(name)
+
+    def definitions(self) -> tuple:
+        return tuple(self.defs.items())
+
+    def table(self) -> dict:
+        """name -> exact SymPy value or symbol definition (the keys of the JSON ``constants``)."""
+        D = self.D
+        t = {"r_g": self.r_g, "m": Integer(self.m), "P": Integer(self.P), "P_paper": self.P_paper}
+        t.update({str(s): e for s, e in self.defs.items()})
+        t.update({"D": Integer(D), "d_ff": Integer(2 * D), "heads_1": Integer(self.P + 2), "heads_2": Integer(1)})
+        if self.domain is not None:
+            del t["m"]
+            t.update(self.domain.table())
+        return t
+
+
+def _ceiling_exact(expr) -> int:
+    """ceil(expr) for a positive algebraic SymPy number, checked against an Arb enclosure."""
+    from ...core.contexts import BallContext
+
+    n = int(sympy.ceiling(expr))
+    for prec in (128, 512, 2048):
+        ctx = BallContext(prec)
+        v = ctx.from_sympy(expr)
+        below = ctx.lt(ctx.rational(n - 1), v)
+        above = ctx.le(v, ctx.rational(n))
+        if below and above:
+            return n
+        if below is False or above is False:
+            raise ArithmeticError(f"SymPy's ceiling of {expr} disagrees with its enclosure")
+    raise ArithmeticError(f"cannot decide ceil({expr})")
+
+
+def constants(inst: Instance) -> Constants:
+    """Every constant of SPEC A.3 at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales."""
+    d, alpha, C_H, eps = inst.d, inst.alpha, inst.C_H, inst.eps
+    r_g = (eps / (4 * C_H)) ** (1 / alpha)
+    m = _ceiling_exact(sympy.sqrt(d) / (2 * r_g))
+    P = m**d
+    if P > MAX_TOKENS:
+        raise ValueError(
+            f"the grid needs P = {P} tokens (m = {m} per axis), above the limit {MAX_TOKENS}; "
+            "raise eps or lower the Hoelder constant"
+        )
+    if P < 2:
+        raise ValueError("the grid has a single centre (P = 1); lower eps or raise the Hoelder constant")
+    P_paper = Integer(d) ** Rational(d, 2) * (8 * C_H) ** (d / alpha) * eps ** (-d / alpha)
+    centres = [
+        tuple(Rational(2 * i - 1, 2 * m) for i in idx) for idx in itertools.product(range(1, m + 1), repeat=d)
+    ]
+    return constants_from(inst, centres, r_g, P_paper, m=m)
+
+
+def constants_from(inst: Instance, centres: list, r_g, P_paper, m: int = 0, domain=None) -> Constants:
+    """The constants of SPEC A.3 for given exact centres ``c_1..c_P`` in ``[0,1]^{inst.d}``.
+
+    ``r_g`` is the covering radius the centres were chosen for (the cube grid's, or a manifold
+    net's), ``P_paper`` the paper's size bound to set ``P`` against.  ``M_g``, ``M`` and the
+    attention constants follow A.3 with the input dimension ``inst.d`` (``|T_h(x)| <= 3 d M_g``
+    on ``[0,1]^d`` is what the leakage bound uses, so on a manifold it is the ambient ``D̄``).
+    """
+    d, B, eps = inst.d, inst.B, inst.eps
+    g = inst.target_expr()
+    P = len(centres)
+    if P > MAX_TOKENS:
+        raise ValueError(f"the net needs P = {P} tokens, above the limit {MAX_TOKENS}; raise eps")
+    if P < 2:
+        raise ValueError("a single centre (P = 1); lower eps or raise the Hoelder constant")
+    if any(len(c_) != d for c_ in centres):
+        raise ValueError(f"every centre needs {d} coordinates")
+    M_g, c, M, emcM, eta, lam, w_ind = (SYM[k] for k in ("M_g", "c", "M", "emcM", "eta", "lambda", "w_ind"))
+    M_g_derived = sympy.log(8 * B * P / eps) / (3 * r_g**2)
+    M_derived = sympy.log(4 * (P - 1) * B * (36 * d * M_g + 2) / eps) / c
+    cos_k = [cospi(Rational(2 * k, P)) for k in range(1, P + 1)]
+    shifted = [sympy.exp(M * (ck - 1)) for ck in cos_k]  # e^{M cos theta_k} / e^M
+    defs = {
+        M_g: inst.M_g if inst.M_g is not None else M_g_derived,
+        c: 1 - cospi(Rational(2, P)),
+        M: inst.M if inst.M is not None else M_derived,
+        emcM: sympy.exp(-c * M),
+        eta: 1 / sympy.Add(*shifted),
+        lam: sympy.Add(*[s * ck for s, ck in zip(shifted, cos_k)]) / sympy.Add(*shifted),
+    }
+    defs[w_ind] = 1 / (eta - 2 * emcM)
+    xs = variables(d)
+    centres = [tuple(Rational(v) for v in c_) for c_ in centres]
+    g_centres = [g.subs(dict(zip(xs, c_))) for c_ in centres]
+    for c_, gc in zip(centres, g_centres):
+        if gc.has(sympy.I, sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) or gc.is_extended_real is False:
+            raise ValueError(f"the target is not a finite real number at the centre ({', '.join(map(str, c_))})")
+    return Constants(inst, g, r_g, m, P, P_paper, defs, centres, g_centres, M_derived, M_g_derived, domain)
