@@ -119,7 +119,7 @@ def test_leakage_rows_and_plot(tmp_path):
 def test_readme_picture_is_drawn_from_the_committed_table():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     assert "docs/error_vs_eps.png" in (root / "README.md").read_text(encoding="utf-8")
     w, h = _png_size(root / "docs" / "error_vs_eps.png")
     assert w > 300 and h > 200

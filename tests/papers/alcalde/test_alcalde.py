@@ -461,7 +461,7 @@ def _rerun_with_fractions(path, X):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     m = re.search(r"<!-- readme-snippet: fractions-rerun -->\s*```python\n(.*?)```", readme, re.S)
     assert m, "README lost its fractions snippet"
     namespace = {}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.py"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.py"))
 
 
 def test_there_are_notebooks():

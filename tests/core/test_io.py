@@ -16,7 +16,7 @@ from symbounds.core.files import atomic_write
 from symbounds.papers import shi_liao as sl
 from symbounds.core.transformer import Attention, FeedForward, Head, Transformer, forward
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 @pytest.fixture(scope="module")

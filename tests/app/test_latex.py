@@ -200,7 +200,7 @@ def test_cli_function_writes_a_compilable_fragment(tmp_path):
 def test_readme_latex_snippet_is_current_output(pou_result):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     m = re.search(r"<!-- readme-snippet: latex-pou -->\s*```latex\n(.*?)```", readme, re.S)
     assert m, "README lost its LaTeX snippet"
     text = lx.pou_latex(pou_result)
