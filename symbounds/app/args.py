@@ -65,7 +65,7 @@ _CUBE_DEFAULTS = {"d": 1, "alpha": "1", "holder": "2", "bound": "2", "eps": "0.1
 
 
 def _manifold_instance(args):
-    """``pou --manifold``: flags left out take the manifold's defaults (SPEC A.7)."""
+    """``pou --manifold``: flags left out take the manifold's defaults (docs/shi_liao.md, Manifolds)."""
     try:
         return instance_from_args(args)
     except ExprError as e:

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance")
     add_instance_args(q)
     q.add_argument("--manifold", default=None, choices=["circle", "sphere", "torus", "curve"],
-                   help="inputs on an exactly embedded manifold instead of the cube (SPEC A.7)")
+                   help="inputs on an exactly embedded manifold instead of the cube (docs/shi_liao.md, Manifolds)")
     q.add_argument("--ambient", type=int, default=None,
                    help="ambient dimension of the manifold (default: circle 2, sphere 3, torus 4, curve 10)")
     q.add_argument("--radius", default=None, help="radius of the manifold (default by manifold)")

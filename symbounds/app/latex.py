@@ -4,7 +4,7 @@ Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``
 fragment for ``\\input`` (``fragment=True``):
 
 ``pou``
-    Shi & Liao [SL26] at one instance: every constant of SPEC A.3 as its formula in the paper's
+    Shi & Liao [SL26] at one instance: every constant (docs/shi_liao.md, Constants) as its formula in the paper's
     notation (built with SymPy, and checked against :func:`symbounds.papers.shi_liao.symbolic_constants`
     by :func:`formulas_agree`) and its value; then the lemma chain L1–L8, the ε budget E0–E3 and
     the assumptions A1–A2 as displayed inequalities, each with its verdict, the context that
@@ -16,7 +16,7 @@ fragment for ``\\input`` (``fragment=True``):
     ``||θ*||²`` and the regularised-training bounds ``loss ≤ ε ||θ*||²``.  From
     :func:`symbounds.interp.run`.
 ``tables``
-    The comparison table of SPEC A.9 and the manifold-versus-cube ablation of SPEC A.7 (and the
+    [SL26]'s comparison table and the manifold-versus-cube ablation (docs/shi_liao.md, Manifolds) (and the
     slopes of ``log P`` against ``log(1/ε)``), typeset with ``booktabs``; the data are those of
     :mod:`symbounds.papers.tables`.
 
@@ -45,10 +45,12 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+import flint
 import sympy
 
+from ..core.claims import RELATION_TEX
 from ..core.contexts import BallContext
-from ..core.exact import decimal
+from ..core.exact import as_fraction, decimal
 from ..core.files import atomic_write
 from ..papers.alcalde.dataset import load_dataset, random_dataset
 from ..papers.alcalde.run import InterpOptions, thresholds
@@ -60,7 +62,7 @@ from .args import UsageError, add_instance_args, instance
 
 __all__ = [
     "pou_latex", "interp_latex", "tables_latex", "notation_formulas", "formulas_agree", "ball_tex", "decimal_tex",
-    "document", "add_latex_arguments", "run_latex", "CLAIM_TEX",
+    "document", "add_latex_arguments", "run_latex", "value_tex",
 ]
 
 # ------------------------------------------------------------------------------------------
@@ -88,7 +90,7 @@ NAMES = {
 
 
 def notation_formulas() -> dict:
-    """Each constant of SPEC A.3 written in the paper's notation: in terms of the constants defined
+    """Each constant (docs/shi_liao.md, Constants) written in the paper's notation: in terms of the constants defined
     before it (``r_g``, ``m``, ``M_g``, ``c``, ``S(M)``, ``η``), as the paper states them.
 
     ``formulas_agree`` substitutes the definitions back and compares with
@@ -146,14 +148,8 @@ _SCI = re.compile(r"^([-+]?\d+(?:\.\d+)?)e([-+]?\d+)$")
 def decimal_tex(text: str, digits: int = 15) -> str:
     """A decimal string (``"1743.486313696330206"``, ``"4.76e-10"``) rounded to ``digits``
     significant digits, as LaTeX math (``4.76\\times 10^{-10}``)."""
-    import flint
-
-    old = flint.ctx.prec
-    try:
-        flint.ctx.prec = 256
+    with flint.ctx.workprec(256):
         s = flint.arb(text).str(digits, radius=False)
-    finally:
-        flint.ctx.prec = old
     m = _SCI.match(s)
     if m:
         return rf"{m.group(1)}\times 10^{{{int(m.group(2))}}}"
@@ -164,8 +160,6 @@ def ball_tex(text: str, digits: int = 10) -> str:
     """An Arb ball printed as ``[m +/- r]`` (or an exact number) re-rounded to ``digits`` digits, as
     LaTeX: ``[m \\pm r]``.  The re-rounding widens the radius (Arb's ``str``), so the printed ball
     still encloses the value."""
-    import flint
-
     t = (text or "").strip()
     if not t:
         return ""
@@ -174,12 +168,8 @@ def ball_tex(text: str, digits: int = 10) -> str:
     if "/" in t and "[" not in t:
         p, q = t.split("/")
         return rf"\tfrac{{{p.strip()}}}{{{q.strip()}}}"
-    old = flint.ctx.prec
-    try:
-        flint.ctx.prec = 256
+    with flint.ctx.workprec(256):
         s = flint.arb(t).str(digits)
-    finally:
-        flint.ctx.prec = old
 
     def num(x):
         x = x.strip()
@@ -203,53 +193,40 @@ def text_tex(s) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# the claims of SPEC A.5 as displayed inequalities
+# the claims as displayed inequalities
 
-#: claim id -> the inequality in the paper's notation (``lhs`` and ``rhs`` of the run are its sides).
-CLAIM_TEX = {
-    "L1": r"\frac{e^{M_g(r_g^2-\|x-c_i\|^2)}}{\sum_{k} e^{M_g(r_g^2-\|x-c_k\|^2)}}"
-          r" = \frac{e^{2M_g\langle x,c_i\rangle-M_g\|c_i\|^2}}{\sum_{k} e^{2M_g\langle x,c_k\rangle-M_g\|c_k\|^2}}",
-    "L4.1": r"\sum_{k=1}^{P} e^{M\cos\theta_k}\sin\theta_k = 0",
-    "L2.1": r"0 \le 1-\lambda(M)",
-    "L2.2": r"1-\lambda(M) \le 2(P-1)\,e^{-cM}",
-    "L2.3": r"0 \le 1-\eta(M)",
-    "L2.4": r"1-\eta(M) \le (P-1)\,e^{-cM}",
-    "L3": r"\max_{h,\; j \ne h} \pi^{(h)}_{j1} \le e^{-cM}",
-    "L4.2": r"\max_j \bigl|\hat z^{\mathrm{pos}}_j \times p_j\bigr| \le \mathrm{tol}",
-    "L4.3": r"\max_j \bigl\|z^{\mathrm{pos}}_j - p_j\bigr\| \le \mathrm{tol}",
-    "L5.1": r"\max_{j \ne 1}\bigl(\hat z_{d+2,j} - 2e^{-cM}\bigr) < 0",
-    "L5.2": r"z_{d+2,j} = 0 \quad (j \ne 1)",
-    "L5.3": r"\bigl|z_{d+2,1} - 1\bigr| \le \mathrm{tol}",
-    "L6.1": r"\max_j \bigl|\tilde T_j - T_j(x)\bigr| \le 6d(P-1)\,M_g\,e^{-cM}",
-    "L6.2": r"\max_j \bigl|\tilde g_j - g(c_j)\bigr| \le 2(P-1)\,B\,e^{-cM}",
-    "L7": r"\max_{x} \bigl|T(x) - g(x)\bigr| \le \varepsilon",
-    "E0": r"\frac{\sqrt d}{2m} \le r_g",
-    "E1": r"C_H\,(2r_g)^\alpha \le \frac{\varepsilon}{2}",
-    "E2": r"2BP\,e^{-3M_g r_g^2} \le \frac{\varepsilon}{4}",
-    "E3": r"2(P-1)B\,e^{-cM} + B\bigl(e^{12d(P-1)M_g e^{-cM}} - 1\bigr) \le \frac{\varepsilon}{4}",
-    "L8.1": r"P \le d^{d/2}(8C_H)^{d/\alpha}\varepsilon^{-d/\alpha}",
-    "L8.2": r"\#\text{params} \le (8D^2+34D)\, d^{d/2}(8C_H)^{d/\alpha}\varepsilon^{-d/\alpha}",
-    "A1": r"\max_{\text{grid}} |g| \le B",
-    "A2": r"\max_{\text{grid}} \bigl(|g(x)-g(y)| - C_H\|x-y\|^\alpha\bigr) \le 0",
-}
-
-_REL = {"le": r"\le", "lt": "<"}
+def value_tex(v, digits: int = 10) -> str:
+    """A number as LaTeX: an Arb ball as ``[m \\pm r]`` re-rounded to ``digits`` digits (Arb's
+    ``str`` widens the radius, so the printed ball still encloses the value); an exact rational as
+    an integer or ``\\tfrac{p}{q}``; "" for anything else."""
+    if isinstance(v, flint.arb):
+        with flint.ctx.workprec(max(64, 4 * digits + 32)):
+            return ball_tex(v.str(digits), digits)
+    try:
+        q = as_fraction(v)
+    except (AttributeError, TypeError):
+        return ""
+    if q.denominator == 1:
+        return str(q.numerator)
+    if len(str(q.numerator)) + len(str(q.denominator)) > 2 * digits:
+        return decimal_tex(decimal(q, digits), digits)
+    return ball_tex(f"{q.numerator}/{q.denominator}")
 
 
 def _claim_block(c) -> str:
-    stmt = CLAIM_TEX.get(c.id, r"\text{" + text_tex(c.statement) + "}")
+    """One claim: its declared statement in the paper's notation, the verdict, and the two
+    measured sides joined by the declared relation."""
+    stmt = c.claim.tex if c.claim is not None else r"\text{" + text_tex(c.statement) + "}"
     where = c.context + (f", {c.prec} bits" if c.prec else "")
     head = rf"\item[\textbf{{{text_tex(c.id)}}}] \textsc{{{text_tex(c.verdict)}}} ({text_tex(where)}): {text_tex(c.statement)}"
     lines = [head, r"\begin{equation*}", stmt, r"\end{equation*}"]
-    if c.lhs or c.rhs:
-        lhs, rhs = ball_tex(c.lhs), ball_tex(c.rhs)
-        rel = r"\le" if ("<=" in c.statement or "\\le" in stmt) else ("<" if "<" in stmt else r"\;\text{vs}\;")
-        if c.id.startswith("L5.1"):
-            rel = "<"
-        if not rhs:
-            lines += [r"\begin{equation*}", rf"\text{{measured: }} {lhs}", r"\end{equation*}"]
-        else:
-            lines += [r"\begin{equation*}", rf"{lhs} \;{rel}\; {rhs}", r"\end{equation*}"]
+    lhs = value_tex(c.lhs_value) if c.lhs_value is not None else ball_tex(c.lhs)
+    rhs = value_tex(c.rhs_value) if c.rhs_value is not None else ball_tex(c.rhs)
+    if lhs and rhs:
+        rel = RELATION_TEX.get(c.relation, r"\;\text{vs}\;")
+        lines += [r"\begin{equation*}", rf"{lhs} \;{rel}\; {rhs}", r"\end{equation*}"]
+    elif lhs:
+        lines += [r"\begin{equation*}", rf"\text{{measured: }} {lhs}", r"\end{equation*}"]
     if c.note:
         lines.append(r"\emph{" + text_tex(c.note) + "}")
     return "\n".join(lines)
@@ -292,7 +269,7 @@ def pou_latex(res, fragment: bool = False) -> str:
            + (rf", $M = {sympy.latex(base.M)}$ (user)" if base.M is not None else "")
            + (rf", $M_g = {sympy.latex(base.M_g)}$ (user)" if base.M_g is not None else "") + ".",
            "",
-           r"\subsection*{Constants (SPEC A.3)}",
+           r"\subsection*{Constants}",
            r"Each constant in the paper's notation (SymPy), then its value at the instance: exact when "
            r"rational or algebraic, otherwise rounded to 15 significant digits from a certified enclosure.",
            r"\begin{align*}"]
@@ -332,7 +309,7 @@ def pou_latex(res, fragment: bool = False) -> str:
             r" \quad\text{(paper's order)}",
             r"\end{align*}", ""]
     n_proved = sum(c.verdict == "proved" for c in res.claims)
-    verdict = {0: "proved", 1: "refuted", 3: "undecided"}[res.exit_code]
+    verdict = str(res.verdict)
     out += [r"\subsection*{Lemma chain L1--L8 and the $\varepsilon$ budget E0--E3}",
             rf"Verdicts from \texttt{{symbounds pou}}: Arb balls (up to {res.prec} bits), exact arithmetic or SymPy; "
             rf"{res.samples} sample points. Each side is a certified enclosure $[m \pm r]$. "
@@ -342,7 +319,7 @@ def pou_latex(res, fragment: bool = False) -> str:
     for c in sorted(res.claims, key=order):
         out.append(_claim_block(c))
     out += [r"\end{description}", "",
-            rf"Largest measured error at the sample points: $\max_x |T(x)-g(x)| \in {ball_tex(res.max_error)}$."]
+            rf"Largest measured error at the sample points: $\max_x |T(x)-g(x)| \in {value_tex(res.max_error_value)}$."]
     return document("\n".join(out), fragment, title="Softmax partition of unity [SL26]: constants and lemma chain")
 
 
@@ -391,14 +368,14 @@ def interp_latex(res, fragment: bool = False) -> str:
         rows.append(rf"\varepsilon = {sympy.latex(e)}: \quad \mathrm{{loss}}(\theta_\varepsilon) &\le "
                     rf"\varepsilon\|\theta^*\|^2 \approx {decimal_tex(decimal(Fraction(t['loss_bound']), 15))}")
     out.append(" \\\\\n".join(rows))
-    verdict = {0: "proved", 1: "refuted", 3: "undecided"}[res.exit_code]
+    verdict = str(res.verdict)
     out += [r"\end{align*}", "",
             rf"Overall: \textbf{{{verdict}}}; exact interpolation of every sequence: "
             rf"\textbf{{{'yes' if res.exact else 'no'}}}."]
     return document("\n".join(out), fragment, title="Exact sequence interpolation [AFZ25]: sizes and stages")
 
 
-# --- tables (SPEC A.9 and A.7) -----------------------------------------------------------
+# --- tables: the comparison and the ablation -----------------------------------------------------------
 
 _ORDER_TOKENS = re.compile(r"poly log|log|eps|alpha")
 
@@ -441,14 +418,14 @@ def _booktabs(columns, head, rows, align=None) -> list:
 
 
 def tables_latex(fragment: bool = False) -> str:
-    """SPEC A.9's comparison table and the A.7 ablation (manifold net against the ambient cube),
+    """[SL26]'s comparison table and the ablation (docs/shi_liao.md, Manifolds) (manifold net against the ambient cube),
     booktabs, from :mod:`symbounds.papers.tables`."""
     comparison = T.COMPARISON
     cols = ("work", "attention", "positions", "depth", "parameters", "domain")
     rows = []
     for r in comparison:
         rows.append({c: (order_tex(r[c]) if c in ("depth", "parameters") else text_tex(r[c])) for c in cols})
-    out = [r"\subsection*{Comparison with earlier Transformer approximation results (SPEC A.9)}",
+    out = [r"\subsection*{Comparison with earlier Transformer approximation results}",
            r"\begin{table}[h]\centering\small",
            r"\resizebox{\linewidth}{!}{%",
            *_booktabs(cols, [text_tex(c) for c in cols], rows),
@@ -462,7 +439,7 @@ def tables_latex(fragment: bool = False) -> str:
         out.append("")
     acols = tuple(T.ABLATION_COLUMNS)
     arows = [[_cell(v) for v in row] for row in T.ABLATION]
-    out += [r"\subsection*{Ablation: a net of the manifold against a grid of the ambient cube (SPEC A.7)}",
+    out += [r"\subsection*{Ablation: a net of the manifold against a grid of the ambient cube}",
             r"\begin{table}[h]\centering\small",
             r"\resizebox{\linewidth}{!}{%",
             *_booktabs(acols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in acols], arows,

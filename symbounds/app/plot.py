@@ -37,6 +37,8 @@ import os
 import tempfile
 from fractions import Fraction
 
+import flint
+
 from ..core.contexts import BallContext
 from ..core.modelfile import parse_number
 from ..papers import shi_liao as sl
@@ -146,23 +148,15 @@ def plot_table(rows: list[dict], kind: str):
     return fig
 
 
-def log10_ball(text: str) -> float | None:
-    """``log10`` of a positive certified value printed as a ball or a decimal (``None`` if 0 or not
-    positive); computed in Arb, so ``1e-535`` is fine."""
-    import flint
-
-    t = (text or "").strip()
-    if not t:
+def log10_ball(v) -> float | None:
+    """``log10`` of a positive certified value (an Arb ball; ``None`` if not certainly positive),
+    computed in Arb, so ``1e-535`` is fine."""
+    if v is None:
         return None
-    old = flint.ctx.prec
-    try:
-        flint.ctx.prec = 128
-        v = flint.arb(t)
+    with flint.ctx.workprec(128):
         if not v > 0:
             return None
-        return float(v.log() / flint.arb(10).log())
-    finally:
-        flint.ctx.prec = old
+        return float((v.log() / flint.arb(10).log()).mid())
 
 
 def _log10_float(text: str) -> float | None:
@@ -198,12 +192,18 @@ def leakage_rows(inst, M_values, context: str = "ball", points: int = 2) -> list
             raise ValueError(f"M = {M}: the attention scale must be positive")
         res = run(replace(inst, M=M), PouOptions(context=context, points=points))
         claims = {c.id: c for c in res.claims}
-        row = {"M": str(M), "cM": float(_number(res.constants["c"], "c")) * float(M),
-               "verdict": {0: "proved", 1: "refuted", 3: "undecided"}[res.exit_code]}
+        row = {"M": str(M), "cM": float(_number(res.constants["c"], "c")) * float(M), "verdict": str(res.verdict)}
+        ball = BallContext(res.prec)
+        env = res.model.definition_values(ball)
         for q, (src, _) in LEAKAGE.items():
-            text = res.constants[q] if src == "constant" else claims[src].lhs
-            row[q] = text
-            row["log10_" + q] = log10_ball(text)
+            if src == "constant":
+                with ball.scope():
+                    value = ball.from_sympy(sl.SYM[q], env=env)
+                row[q] = res.constants[q]
+            else:
+                value = claims[src].lhs_value
+                row[q] = claims[src].lhs
+            row["log10_" + q] = log10_ball(value)
         if context in ("fp", "all"):
             fp = {x.name: x for x in res.comparisons["fp"][1]}
             for q, name in _FP_NAMES.items():

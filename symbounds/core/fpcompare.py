@@ -72,9 +72,7 @@ def _arb_of(ctx_other: Context, v) -> flint.arb | None:
 
 def agree_digits(ball: flint.arb, other_ctx: Context, v, prec: int) -> int | None:
     """Leading significant decimal digits of ``v`` that agree with the certified ``ball``."""
-    saved = flint.ctx.prec
-    flint.ctx.prec = max(prec, 64) + 64
-    try:
+    with flint.ctx.workprec(max(prec, 64) + 64):
         o = _arb_of(other_ctx, v)
         if o is None:
             return 0
@@ -91,8 +89,6 @@ def agree_digits(ball: flint.arb, other_ctx: Context, v, prec: int) -> int | Non
         digits = -float(up.log().mid()) / math.log(10)
         cap = 17 if other_ctx.name == "fp" else int(prec * 0.30103)
         return max(0, min(cap, int(math.floor(digits))))
-    finally:
-        flint.ctx.prec = saved
 
 
 def _status(v) -> str | None:

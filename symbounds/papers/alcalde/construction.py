@@ -1,4 +1,4 @@
-"""Exact sequence interpolation [AFZ25]: the hardmax construction of SPEC B.5 and its claims.
+"""Exact sequence interpolation [AFZ25]: the hardmax construction (docs/alcalde.md, The construction) and its claims.
 
 A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact Sequence Interpolation with Transformers*,
 arXiv:2502.02270.  Every weight is an exact rational chosen from the data; the model is a
@@ -22,7 +22,7 @@ paper               code                  meaning
 ``K``               ``K``                 separation blocks, ``0 <= K <= N - 1``
 ==================  ====================  ======================================================
 
-Stages (SPEC B.3/B.5), all in an *integer frame* ``z = D x + t`` set up by the first FF layer
+Stages (docs/alcalde.md, The four stages), all in an *integer frame* ``z = D x + t`` set up by the first FF layer
 (``eta = D`` the common denominator of the inputs, ``t`` a translation making every coordinate
 ``>= 1``):
 
@@ -449,7 +449,7 @@ def build_core(ds: Dataset, rng: random.Random):
 
 
 def build(ds: Dataset, variant: str = "plain", seed: int = 0) -> Construction:
-    """The hardmax Transformer interpolating ``ds`` (SPEC B.5), every weight an exact rational."""
+    """The hardmax Transformer interpolating ``ds`` (docs/alcalde.md, The construction), every weight an exact rational."""
     if variant not in ("plain", "compressed"):
         raise ValueError(f"unknown variant {variant!r} (use plain or compressed)")
     rng = random.Random(seed)
@@ -543,7 +543,7 @@ def _hat_for(cur: dict, p, y, rng, d) -> list:
 
 
 def paper_blocks(ds: Dataset, attention: str = "hardmax") -> int:
-    """The paper's block counts (SPEC B.2): ``2M + 2N + 1`` (hardmax), ``2M + 3N`` (softmax)."""
+    """The paper's block counts (docs/alcalde.md, Counts): ``2M + 2N + 1`` (hardmax), ``2M + 3N`` (softmax)."""
     return 2 * ds.M + 2 * ds.N + 1 if attention == "hardmax" else 2 * ds.M + 3 * ds.N
 
 
@@ -584,7 +584,7 @@ def sizes(con: Construction) -> dict:
         "width": width(model),
         "params_dense": dense,
         "params_nonzero": nonzero,
-        "params_bound": (10 * ds.d + 8) * con.blocks,  # SPEC B.5's (10d + 8) L, for the nonzero count
+        "params_bound": (10 * ds.d + 8) * con.blocks,  # the (10d + 8) L of docs/alcalde.md, Counts, for the nonzero count
         "max_numerator_bits": nb,
         "max_denominator_bits": db,
         "resnet_blocks": distinct_tokens,

@@ -12,7 +12,7 @@ Numbers are read exactly, never through a binary double: JSON integers, strings 
 fraction or exponent such as ``0.1`` are read **from their decimal text**, so ``0.1`` is exactly
 ``1/10`` (not the double nearest to it).  ``NaN`` and ``Infinity`` are rejected.
 
-Assumptions of the paper (SPEC B.1), each checked with a one-line :class:`DatasetError` naming
+Assumptions of the paper (docs/alcalde.md, Setting), each checked with a one-line :class:`DatasetError` naming
 the sequence and the token (0-based): ``d >= 2``; tokens of a sequence pairwise distinct; targets
 of a sequence pairwise distinct; ``1 <= m_j <= n_j``; the sequences pairwise different as *sets*
 of tokens (the model is permutation-equivariant, so two orderings of one set are one input).
@@ -111,7 +111,7 @@ def _fmt(p) -> str:
 
 
 def validate(ds: Dataset) -> Dataset:
-    """Check the assumptions of SPEC B.1; raise :class:`DatasetError` naming the first violation."""
+    """Check the assumptions of the paper (docs/alcalde.md, Setting); raise :class:`DatasetError` naming the first violation."""
     if not isinstance(ds.d, int) or isinstance(ds.d, bool) or ds.d < 2:
         raise DatasetError(f"d must be an integer >= 2, got {ds.d!r}")
     if not ds.inputs:
@@ -250,7 +250,7 @@ def core_dataset(N: int, n: int, d: int, m: int, seed: int = 0) -> Dataset:
 
 
 def authors_dataset(N: int = 10, n: int = 100, d: int = 16, seed: int = 0) -> Dataset:
-    """The authors' regularised-training experiment (SPEC B.4): ``N`` sequences of ``n`` tokens in
+    """The authors' regularised-training experiment (docs/alcalde.md, Regularised training): ``N`` sequences of ``n`` tokens in
     ``[0,1]^d`` and one target each, ``y^j = mu^j + W relu(U mu^j + b)`` with ``mu^j`` the exact
     sequence mean (a softmax SA with ``A = 0, V = I, rho = 0``) and a residual width-4 ReLU FF whose
     weights are seeded rationals ``k/8``, ``|k| <= 8``."""

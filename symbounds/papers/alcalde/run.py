@@ -1,6 +1,6 @@
 """One run of exact sequence interpolation [AFZ25] (``symbounds interp``): build, prove, report.
 
-``run(dataset, options)`` builds the Transformer of SPEC B.5 for the dataset, proves that every
+``run(dataset, options)`` builds the Transformer (docs/alcalde.md, The construction) for the dataset, proves that every
 sequence's output set equals its target set (hardmax: exact rationals, stage by stage; softmax:
 Arb balls plus an exact piecewise-linear argument, see :mod:`symbounds.papers.alcalde_softmax`),
 and reports the sizes against the paper's formulas, ``||theta*||^2`` and the regularised-training
@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ...core.claims import ClaimResult, exit_code
+from ...core.claims import ClaimResult, Verdict, exit_code, overall
 from ...core.exact import decimal
 from . import construction as al
 from .dataset import Dataset
 
 __all__ = ["InterpOptions", "InterpResult", "run", "EPS_DEFAULT"]
 
-#: The authors' weight-decay values (SPEC B.4), as exact rationals.
+#: The authors' weight-decay values (docs/alcalde.md, Regularised training), as exact rationals.
 EPS_DEFAULT = (Fraction(1, 10), Fraction(1, 100), Fraction(1, 1000))
 
 
@@ -57,6 +57,10 @@ class InterpResult:
     prec: int | None = None
     extra: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> Verdict:
+        return overall(self.claims)
 
     @property
     def exit_code(self) -> int:

@@ -1,4 +1,4 @@
-"""The softmax variant of exact sequence interpolation [AFZ25], certified (SPEC B.5, last bullets).
+"""The softmax variant of exact sequence interpolation [AFZ25], certified (docs/alcalde.md, The softmax variant).
 
 The hardmax blocks of separation, leader selection and collapse are kept, every attention layer
 becoming a softmax at temperature ``tau`` (scores ``<A x_i, x_l> / tau``).  A softmax collapse

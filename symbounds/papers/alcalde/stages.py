@@ -2,7 +2,7 @@
 
 ``stage_clouds(construction)`` evaluates the built hardmax model exactly (the public
 :func:`symbounds.papers.alcalde.evaluate_sets`, at the layer indices of ``construction.stages``) and
-returns, for each stage of SPEC B.3/B.5, every sequence's distinct tokens:
+returns, for each stage (docs/alcalde.md, The four stages), every sequence's distinct tokens:
 
 =================  ======================================================================
 stage              the state

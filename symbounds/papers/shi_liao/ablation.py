@@ -1,4 +1,4 @@
-"""The ablation of [SL26] (SPEC A.7) as numbers: a net of the manifold against a grid of the cube.
+"""The ablation of [SL26] (docs/shi_liao.md, Manifolds) as numbers: a net of the manifold against a grid of the cube.
 
 For the same target (Hoelder constant ``C_H``, exponent ``alpha``) and accuracy ``eps``:
 
@@ -7,7 +7,7 @@ covering       centres                                            paper's order
 =============  ================================================  ==========================================
 manifold       the certified net of ``manifolds.py`` at           ``C_M (16 C_H)^{d/alpha} eps^{-d/alpha}``
                ``r_g = (eps/(8 C_H))^{1/alpha}``
-ambient cube   the grid of SPEC A.3 in ``[0,1]^{D̄}``:             ``D̄^{D̄/2} (8 C_H)^{D̄/alpha} eps^{-D̄/alpha}``
+ambient cube   the grid (docs/shi_liao.md, Constants) in ``[0,1]^{D̄}``:             ``D̄^{D̄/2} (8 C_H)^{D̄/alpha} eps^{-D̄/alpha}``
                ``m = ceil(sqrt(D̄)/(2 r))``, ``r = (eps/(4C_H))^{1/alpha}``, ``P = m^{D̄}``
 =============  ================================================  ==========================================
 

@@ -362,7 +362,7 @@ def symbolic_claims(K: Constants) -> list[Measured]:
 
 def measure(ctx: Context, K: Constants, model: Transformer, points, assumptions: bool = True,
             tick=None) -> list[Measured]:
-    """Every claim of SPEC A.5 (and the ε budget) in ``ctx``, sample-point claims merged to worst
+    """Every claim (docs/shi_liao.md, Claims; and the ε budget) in ``ctx``, sample-point claims merged to worst
     cases.  ``tick(i)`` is called after the i-th sample point (for progress bars)."""
     num = _Num(ctx, K)
     groups = []

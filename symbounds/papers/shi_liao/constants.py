@@ -1,7 +1,7 @@
 """Softmax partition of unity [SL26]: Shi & Liao's two-block Transformer, its constants and claims.
 
 Z. Shi, W. Liao, *Learning Theory of Transformers: Local-to-Global Approximation via Softmax
-Partition of Unity*, NeurIPS 2026, arXiv:2605.08811.  Concrete choices follow ``SPEC.md`` A.3-A.5.
+Partition of Unity*, NeurIPS 2026, arXiv:2605.08811.  The mathematics, in this project's words: docs/shi_liao.md.
 
 Paper symbols and code names
 ============================
@@ -147,7 +147,7 @@ class Instance:
 
 
 def symbolic_constants() -> dict:
-    """Each constant of SPEC A.3 as a SymPy expression in (d, alpha, C_H, B, eps) and, where the
+    """Each constant (docs/shi_liao.md, Constants) as a SymPy expression in (d, alpha, C_H, B, eps) and, where the
     grid enters, in the token count ``P`` (itself ``ceil(sqrt(d)/(2 r_g))^d``) and the scale ``M``."""
     d = sympy.Symbol("d", positive=True, integer=True)
     alpha, C_H, B, eps = sympy.symbols("alpha C_H B varepsilon", positive=True)
@@ -280,7 +280,7 @@ def _ceiling_exact(expr) -> int:
 
 
 def constants(inst: Instance) -> Constants:
-    """Every constant of SPEC A.3 at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales."""
+    """Every constant (docs/shi_liao.md, Constants) at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales."""
     d, alpha, C_H, eps = inst.d, inst.alpha, inst.C_H, inst.eps
     r_g = (eps / (4 * C_H)) ** (1 / alpha)
     m = _ceiling_exact(sympy.sqrt(d) / (2 * r_g))
@@ -300,7 +300,7 @@ def constants(inst: Instance) -> Constants:
 
 
 def constants_from(inst: Instance, centres: list, r_g, P_paper, m: int = 0, domain=None) -> Constants:
-    """The constants of SPEC A.3 for given exact centres ``c_1..c_P`` in ``[0,1]^{inst.d}``.
+    """The constants (docs/shi_liao.md, Constants) for given exact centres ``c_1..c_P`` in ``[0,1]^{inst.d}``.
 
     ``r_g`` is the covering radius the centres were chosen for (the cube grid's, or a manifold
     net's), ``P_paper`` the paper's size bound to set ``P`` against.  ``M_g``, ``M`` and the

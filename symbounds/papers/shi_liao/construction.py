@@ -35,7 +35,7 @@ def _zeros(r, c):
 
 
 def build(K: Constants) -> Transformer:
-    """The two-block Transformer of SPEC A.4 with exact (SymPy) weights."""
+    """The two-block Transformer (docs/shi_liao.md, The network) with exact (SymPy) weights."""
     d, P, D = K.d, K.P, K.D
     R = ROWS(d)
     p0, p1 = R["pos"]

@@ -1,4 +1,4 @@
-"""The rate, measured (SPEC A.8): a softmax-partition-of-unity estimator on noisy samples.
+"""The rate, measured (docs/shi_liao.md, Generalisation rate): a softmax-partition-of-unity estimator on noisy samples.
 
 Evidence, not proof: float64 through numpy (imported lazily; numpy is not a dependency of the
 certifying code).  The estimator is the [SL26] network's output with ``g(c_k)`` replaced by local

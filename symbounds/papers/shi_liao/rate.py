@@ -1,4 +1,4 @@
-"""The generalisation calculator (SPEC A.8): how ``eps(n)`` turns the [SL26] network into a rate.
+"""The generalisation calculator (docs/shi_liao.md, Generalisation rate): how ``eps(n)`` turns the [SL26] network into a rate.
 
 ``symbounds rate --n N --d d --alpha a [--holder C_H] [--bound B] [--noise sigma] [--json]``
 
@@ -6,7 +6,7 @@ Chain of choices and bounds (every constant explicit, or named where it is quote
 
 1. ``eps = n^{-alpha/(2 alpha + d)}`` (the constant in ``eps ≍ ...`` is 1), rounded *down* to a
    dyadic rational with 40 bits so that the construction's constants stay exact.
-2. The cube construction of SPEC A.3 at ``(d, alpha, C_H, B, eps)``: ``r_g = (eps/(4 C_H))^{1/alpha}``,
+2. The cube construction (docs/shi_liao.md, Constants) at ``(d, alpha, C_H, B, eps)``: ``r_g = (eps/(4 C_H))^{1/alpha}``,
    ``m = ceil(sqrt(d)/(2 r_g))``, ``P = m^d``, ``D = d + 4``, dense parameter count
    ``N_p = 8D(P+2) + 4D + 2(4D^2 + 3D)``, ``M_g = log(8BP/eps)/(3 r_g^2)``,
    ``c = 1 - cos(2 pi/P)``, ``M = log(4(P-1)B(36 d M_g + 2)/eps)/c``.

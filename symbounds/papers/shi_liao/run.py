@@ -1,6 +1,6 @@
 """One verification run of Shi & Liao's construction (``symbounds pou``): build, certify, compare.
 
-``run(instance, options)`` builds the network for the instance, measures every claim of SPEC A.5
+``run(instance, options)`` builds the network for the instance, measures every claim (docs/shi_liao.md, Claims)
 in Arb ball arithmetic with precision escalation (SymPy for the symbolic ones, exact arithmetic
 for budget inequalities that hold with equality), evaluates requested points, and optionally sets
 mpmath and float64 beside the certified values.  ``as_json`` and ``render_text`` present it.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ...core.claims import ClaimResult, decide, escalate, exit_code
+from ...core.claims import ClaimResult, Verdict, decide, escalate, exit_code, overall
 from ...core.contexts import BallContext, FPContext, MPContext
 from ...core.expr import variables
 from ...core.fpcompare import compare_claims, compare_quantities, named_quantities
@@ -55,6 +55,11 @@ class PouResult:
     comparisons: dict = field(default_factory=dict)  # context name -> (claims, quantities)
     timings: dict = field(default_factory=dict)
     whole: dict = field(default_factory=dict)  # manifolds: the L7.M run (boxes, bound, status)
+    max_error_value: object = None  # the ball of max |T(x) - g(x)| over the sample points
+
+    @property
+    def verdict(self) -> Verdict:
+        return overall(self.claims)
 
     @property
     def exit_code(self) -> int:
@@ -159,6 +164,7 @@ def run(inst, opts: PouOptions | None = None, progress=None) -> PouResult:
             pts.append({"x": [str(v) for v in x], "T": ball.to_str(T, 25), "g": ball.to_str(g, 25),
                         "error": ball.to_str(err, 10)})
     res = PouResult(inst, K, model, sym + results, prec, len(points), max_error, constants_json(K, model, ball), pts)
+    res.max_error_value = l7.lhs
     res.timings = {"build": t_build, "ball": t_ball}
     if not on_cube and opts.whole:
         from .manifolds.certify import certify_on_manifold

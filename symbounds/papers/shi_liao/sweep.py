@@ -16,6 +16,7 @@ import multiprocessing
 import time
 from fractions import Fraction
 
+from ...core.exact import arb_to_fraction, decimal_up
 from .. import shi_liao as sl
 
 __all__ = ["COLUMNS", "run_instance", "sweep", "write_table", "table_text"]
@@ -46,32 +47,20 @@ def run_instance(spec: dict) -> dict:
     inst = sl.Instance(d=spec["d"], alpha=spec["alpha"], C_H=spec["holder"], B=spec["bound"], eps=spec["eps"],
                        target=spec["target"])
     res = run(inst, PouOptions(points=spec.get("points", 8)))
-    err_hi = res.max_error
-    verdict = {0: "proved", 1: "refuted", 3: "undecided"}[res.exit_code]
+    verdict = str(res.verdict)
     row = {
         "d": inst.d, "alpha": str(inst.alpha), "holder": str(inst.C_H), "bound": str(inst.B), "eps": str(inst.eps),
         "target": inst.target_text, "P": res.constants["P"], "M_g": _short(res.constants["M_g"]),
         "M": _short(res.constants["M"]), "max_weight": _short(res.constants["max_weight"]),
-        "measured_max_error": _upper(err_hi), "claims": verdict, "certified_error": "", "certificate": "",
+        "measured_max_error": decimal_up(arb_to_fraction(res.max_error_value.upper()), 6), "claims": verdict, "certified_error": "", "certificate": "",
     }
     if spec.get("certify"):
         _, cres = certify_instance(inst, CertifyOptions(workers=1))
         row["certificate"] = cres.verdict
         if cres.max_bound is not None and cres.verdict == "proved":
-            row["certified_error"] = f"{float(cres.max_bound):.6g}"
+            row["certified_error"] = decimal_up(cres.max_bound, 6)
     row["seconds"] = f"{time.perf_counter() - t0:.2f}"
     return row
-
-
-def _upper(ball_text: str) -> str:
-    """The upper end of a printed ball ``[m +/- r]`` as a short decimal."""
-    import flint
-
-    t = ball_text.strip()
-    if t.startswith("[") and "+/-" in t:
-        mid, rad = t[1:-1].split("+/-")
-        return f"{float(flint.arb(mid.strip()) + flint.arb(rad.strip())):.6g}"
-    return t
 
 
 def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8, certify=False, workers=1,

@@ -1,4 +1,4 @@
-"""[SL26]'s comparison table (SPEC A.9) and the ablation, as data, with this project's numbers.
+"""[SL26]'s comparison table and the ablation, as data, with this project's numbers.
 
 ``COMPARISON``: the paper's rows (orders as stated there) and, for [SL26] itself, what this
 project measures on the built networks.  ``ABLATION`` and ``SLOPES``: recorded by

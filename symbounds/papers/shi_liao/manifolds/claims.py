@@ -1,4 +1,4 @@
-"""The claims a manifold adds to [SL26] (SPEC A.7), plugged into ``shi_liao.Constants.domain``.
+"""The claims a manifold adds to [SL26] (docs/shi_liao.md, Manifolds), plugged into ``shi_liao.Constants.domain``.
 
 =====  ==========================================================================================
 id     claim (decided in Arb balls; M0 is an exact rational residual)

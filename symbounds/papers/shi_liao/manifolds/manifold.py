@@ -1,4 +1,4 @@
-"""Manifold inputs for [SL26] (SPEC A.7): circle, sphere, flat torus and a closed curve, exactly.
+"""Manifold inputs for [SL26] (docs/shi_liao.md, Manifolds): circle, sphere, flat torus and a closed curve, exactly.
 
 Each manifold ``M`` is a base embedding ``y(params)`` in ``R^{n0}`` centred at 0, padded with zeros
 to ``R^{D̄}``, turned by a rational orthogonal matrix ``Q`` (a Cayley transform
@@ -405,7 +405,7 @@ class ManifoldInstance:
         return self.man.d
 
     def r_g(self) -> sympy.Expr:
-        """``(eps / (8 C_H))^(1/alpha)`` (SPEC A.7)."""
+        """``(eps / (8 C_H))^(1/alpha)`` (docs/shi_liao.md, Manifolds)."""
         return (self.inst.eps / (8 * self.inst.C_H)) ** (1 / self.inst.alpha)
 
     def P_paper(self) -> sympy.Expr:
