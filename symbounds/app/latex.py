@@ -57,6 +57,7 @@ from ..papers.alcalde.run import InterpOptions, thresholds
 from ..papers.alcalde.run import run as interp_run
 from ..papers.shi_liao import symbolic_constants
 from ..papers.shi_liao import tables as T
+from ..papers.shi_liao.constants import M_g_of, M_of, P_paper_of, grid_ratio, r_g_of
 from ..papers.shi_liao.run import PouOptions, run
 from .args import UsageError, add_instance_args, instance
 
@@ -101,16 +102,16 @@ def notation_formulas() -> dict:
     theta = 2 * sympy.pi * _k / _P
     S = sympy.Sum(sympy.exp(_M * sympy.cos(theta)), (_k, 1, _P))
     return {
-        "r_g": (_eps / (4 * _C_H)) ** (1 / _alpha),
-        "m": sympy.ceiling(sympy.sqrt(_d) / (2 * _r_g)),
+        "r_g": r_g_of(_eps, _C_H, _alpha),
+        "m": sympy.ceiling(grid_ratio(_d, _r_g)),
         "P": _m**_d,
-        "P_paper": _d ** (_d / 2) * (8 * _C_H) ** (_d / _alpha) * _eps ** (-_d / _alpha),
-        "M_g": sympy.log(8 * _B * _P / _eps) / (3 * _r_g**2),
+        "P_paper": P_paper_of(_d, _C_H, _eps, _alpha),
+        "M_g": M_g_of(_B, _P, _eps, _r_g),
         "c": 1 - sympy.cos(2 * sympy.pi / _P),
         "S": S,
         "eta": sympy.exp(_M) / _S,
         "lambda": sympy.Sum(sympy.exp(_M * sympy.cos(theta)) * sympy.cos(theta), (_k, 1, _P)) / _S,
-        "M": sympy.log(4 * U(_P - 1) * _B * (36 * _d * _M_g + 2) / _eps) / _c,
+        "M": M_of(_P, _B, _d, _M_g, _eps, _c, hold=U),
         "emcM": sympy.exp(-_c * _M),
         "w_ind": 1 / (_eta - 2 * sympy.exp(-_c * _M)),
         "D": _d + 4,

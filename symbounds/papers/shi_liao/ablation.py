@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import sympy
 
-from .constants import _ceiling_exact, _exact
+from .constants import _ceiling_exact, _exact, grid_ratio, params_dense_of, r_g_of
 from .manifolds import manifold as mf
 
 __all__ = ["params_dense", "cube_P", "net_count", "ablation_row", "sweep", "slope"]
@@ -31,14 +31,13 @@ __all__ = ["params_dense", "cube_P", "net_count", "ablation_row", "sweep", "slop
 
 def params_dense(P: int, inputs: int) -> int:
     D = inputs + 4
-    return 8 * D * (P + 2) + 4 * D + 2 * (4 * D * D + 3 * D)
+    return int(params_dense_of(D, P))
 
 
 def cube_P(D: int, eps, C_H, alpha=1) -> int:
     """``m^D`` with ``m = ceil(sqrt(D)/(2 r))``, ``r = (eps/(4 C_H))^{1/alpha}`` (exact ceiling)."""
     eps, C_H, alpha = (_exact(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
-    r = (eps / (4 * C_H)) ** (1 / alpha)
-    return _ceiling_exact(sympy.sqrt(D) / (2 * r)) ** D
+    return _ceiling_exact(grid_ratio(D, r_g_of(eps, C_H, alpha))) ** D
 
 
 def net_count(man: mf.Manifold, r: float) -> int:

@@ -49,7 +49,8 @@ from ...core.exact import parse_number
 from ...core.expr import parse_target, variables
 
 __all__ = ["Instance", "Constants", "constants", "constants_from", "symbolic_constants", "default_target",
-           "MAX_TOKENS", "MAX_TRACED_TOKENS", "ROWS", "SYM", "sinpi", "cospi"]
+           "MAX_TOKENS", "MAX_TRACED_TOKENS", "ROWS", "SYM", "sinpi", "cospi", "r_g_of", "grid_ratio", "P_paper_of",
+           "M_g_of", "M_of", "params_dense_of"]
 
 #: Largest grid the command accepts (layer 1 has P + 2 heads of P x P attention).
 MAX_TOKENS = 1024
@@ -146,6 +147,38 @@ class Instance:
 # Constants
 
 
+def r_g_of(eps, C_H, alpha):
+    """``r_g = (eps / (4 C_H))^(1/alpha)``: the Hölder error on a ball of radius ``2 r_g`` is at most eps/2."""
+    return (eps / (4 * C_H)) ** (1 / alpha)
+
+
+def grid_ratio(d, r_g):
+    """``sqrt(d) / (2 r_g)``; the grid has ``m = ceil(grid_ratio)`` points per axis, so every x has a
+    centre within ``sqrt(d)/(2m) <= r_g``."""
+    return sympy.sqrt(d) / (2 * r_g)
+
+
+def P_paper_of(d, C_H, eps, alpha):
+    """The paper's size bound ``d^(d/2) (8 C_H)^(d/alpha) eps^(-d/alpha)``."""
+    return d ** (d / 2) * (8 * C_H) ** (d / alpha) * eps ** (-d / alpha)
+
+
+def M_g_of(B, P, eps, r_g):
+    """``M_g = log(8 B P / eps) / (3 r_g^2)``: the far-field tail ``2 B P exp(-3 M_g r_g^2)`` is eps/4."""
+    return sympy.log(8 * B * P / eps) / (3 * r_g**2)
+
+
+def M_of(P, B, d, M_g, eps, c, hold=lambda e: e):
+    """``M = log(4 (P-1) B (36 d M_g + 2) / eps) / c``: the leakage error is at most eps/4
+    (``hold`` keeps ``P - 1`` together when printing)."""
+    return sympy.log(4 * hold(P - 1) * B * (36 * d * M_g + 2) / eps) / c
+
+
+def params_dense_of(D, P):
+    """Dense parameter count of the two blocks: ``8D(P+2) + 4D + 2(4D^2 + 3D)``."""
+    return 8 * D * (P + 2) + 4 * D + 2 * (4 * D**2 + 3 * D)
+
+
 def symbolic_constants() -> dict:
     """Each constant (docs/shi_liao.md, Constants) as a SymPy expression in (d, alpha, C_H, B, eps) and, where the
     grid enters, in the token count ``P`` (itself ``ceil(sqrt(d)/(2 r_g))^d``) and the scale ``M``."""
@@ -154,8 +187,8 @@ def symbolic_constants() -> dict:
     P = sympy.Symbol("P", positive=True, integer=True)
     M = sympy.Symbol("M", positive=True)
     k = sympy.Symbol("k", positive=True, integer=True)
-    r_g = (eps / (4 * C_H)) ** (1 / alpha)
-    M_g = sympy.log(8 * B * P / eps) / (3 * r_g**2)
+    r_g = r_g_of(eps, C_H, alpha)
+    M_g = M_g_of(B, P, eps, r_g)
     c = 1 - sympy.cos(2 * sympy.pi / P)
     S = sympy.Sum(sympy.exp(M * sympy.cos(2 * sympy.pi * k / P)), (k, 1, P))
     eta = sympy.exp(M) / S
@@ -163,21 +196,21 @@ def symbolic_constants() -> dict:
     D = d + 4
     return {
         "r_g": r_g,
-        "m": sympy.ceiling(sympy.sqrt(d) / (2 * r_g)),
-        "P": sympy.ceiling(sympy.sqrt(d) / (2 * r_g)) ** d,
-        "P_paper": d ** (d / 2) * (8 * C_H) ** (d / alpha) * eps ** (-d / alpha),
+        "m": sympy.ceiling(grid_ratio(d, r_g)),
+        "P": sympy.ceiling(grid_ratio(d, r_g)) ** d,
+        "P_paper": P_paper_of(d, C_H, eps, alpha),
         "M_g": M_g,
         "c": c,
         "S": S,
         "eta": eta,
         "lambda": lam,
-        "M": sympy.log(4 * (P - 1) * B * (36 * d * M_g + 2) / eps) / c,
+        "M": M_of(P, B, d, M_g, eps, c),
         "w_ind": 1 / (eta - 2 * sympy.exp(-c * M)),
         "D": D,
         "d_ff": 2 * D,
         "heads_1": P + 2,
         "heads_2": Integer(1),
-        "params_dense": 8 * D * (P + 2) + 4 * D + 2 * (4 * D**2 + 3 * D),
+        "params_dense": params_dense_of(D, P),
         "max_weight_paper": eps ** (-2 * d / alpha) * sympy.log(1 / eps),
     }
 
@@ -282,8 +315,8 @@ def _ceiling_exact(expr) -> int:
 def constants(inst: Instance) -> Constants:
     """Every constant (docs/shi_liao.md, Constants) at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales."""
     d, alpha, C_H, eps = inst.d, inst.alpha, inst.C_H, inst.eps
-    r_g = (eps / (4 * C_H)) ** (1 / alpha)
-    m = _ceiling_exact(sympy.sqrt(d) / (2 * r_g))
+    r_g = r_g_of(eps, C_H, alpha)
+    m = _ceiling_exact(grid_ratio(d, r_g))
     P = m**d
     if P > MAX_TOKENS:
         raise ValueError(
@@ -292,7 +325,7 @@ def constants(inst: Instance) -> Constants:
         )
     if P < 2:
         raise ValueError("the grid has a single centre (P = 1); lower eps or raise the Hoelder constant")
-    P_paper = Integer(d) ** Rational(d, 2) * (8 * C_H) ** (d / alpha) * eps ** (-d / alpha)
+    P_paper = P_paper_of(Integer(d), C_H, eps, alpha)
     centres = [
         tuple(Rational(2 * i - 1, 2 * m) for i in idx) for idx in itertools.product(range(1, m + 1), repeat=d)
     ]
@@ -317,8 +350,8 @@ def constants_from(inst: Instance, centres: list, r_g, P_paper, m: int = 0, doma
     if any(len(c_) != d for c_ in centres):
         raise ValueError(f"every centre needs {d} coordinates")
     M_g, c, M, emcM, eta, lam, w_ind = (SYM[k] for k in ("M_g", "c", "M", "emcM", "eta", "lambda", "w_ind"))
-    M_g_derived = sympy.log(8 * B * P / eps) / (3 * r_g**2)
-    M_derived = sympy.log(4 * (P - 1) * B * (36 * d * M_g + 2) / eps) / c
+    M_g_derived = M_g_of(B, P, eps, r_g)
+    M_derived = M_of(P, B, d, M_g, eps, c)
     cos_k = [cospi(Rational(2 * k, P)) for k in range(1, P + 1)]
     shifted = [sympy.exp(M * (ck - 1)) for ck in cos_k]  # e^{M cos theta_k} / e^M
     defs = {

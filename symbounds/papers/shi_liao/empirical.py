@@ -19,7 +19,16 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import sympy
+
+from .constants import M_g_of, grid_ratio, r_g_of
+
 __all__ = ["CASES", "measure", "fit_slope"]
+
+
+def _F(v) -> sympy.Float:
+    """A float as a SymPy number, to evaluate the construction's formulas (constants.py) here."""
+    return sympy.Float(float(v))
 
 
 def _np():
@@ -48,8 +57,8 @@ def _cube_case(d, C_H, B):
         return np.sin(X.sum(1) / math.sqrt(d)) / 2  # Lipschitz 1/2 <= C_H, |g| <= 1/2 <= B
 
     def centres(eps, alpha):
-        r = (eps / (4 * C_H)) ** (1 / alpha)
-        m = math.ceil(math.sqrt(d) / (2 * r))
+        r = float(r_g_of(_F(eps), _F(C_H), _F(alpha)))
+        m = math.ceil(float(grid_ratio(d, r)))
         axis = (2 * np.arange(1, m + 1) - 1) / (2 * m)
         grids = np.meshgrid(*([axis] * d), indexing="ij")
         return np.stack([gr.ravel() for gr in grids], 1), r
@@ -128,7 +137,7 @@ def measure(key: str, ns, reps: int = 10, sigma: float = 0.5, alpha=Fraction(1),
         eps = n ** (-a / (2 * a + d))
         C, r = centres(eps, a)
         P = len(C)
-        M_g = math.log(8 * float(B) * P / eps) / (3 * r * r)
+        M_g = float(M_g_of(_F(B), P, _F(eps), _F(r)))
         risks = []
         for _ in range(reps):
             par = sample(rng, n)

@@ -48,8 +48,10 @@ import math
 from fractions import Fraction
 
 import flint
+import sympy
 
 from ...core.contexts import BallContext
+from .constants import SYM, M_g_of, M_of, grid_ratio, params_dense_of, r_g_of
 
 __all__ = ["rate_report", "add_rate_arguments", "run_rate", "render_rate", "lipschitz_in_parameters",
            "MAX_N_DIGITS"]
@@ -133,18 +135,21 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
         if eps <= 0 or eps >= 1:
             raise ValueError("eps(n) is outside (0, 1); use a larger --n")
         E = _arb(eps)
-        r_g = (E / (4 * _arb(C_H))) ** (1 / _arb(alpha))
-        m = _ceil(flint.arb(d).sqrt() / (2 * r_g))
+        # the construction's formulas (constants.py), evaluated in Arb
+        R = lambda q: sympy.Rational(q.numerator, q.denominator)  # noqa: E731
+        r_g_expr = r_g_of(R(eps), R(C_H), R(alpha))
+        r_g = ctx.from_sympy(r_g_expr)
+        m = _ceil(ctx.from_sympy(grid_ratio(d, r_g_expr)))
         P = m**d
         if P < 2:
             raise ValueError(f"the grid has a single centre at n = {n}; use a larger --n or --holder")
         D = d + 4
-        params = 8 * D * (P + 2) + 4 * D + 2 * (4 * D * D + 3 * D)
+        params = int(params_dense_of(D, P))
         Bb = _arb(B)
-        M_g = (8 * Bb * P / E).log() / (3 * r_g * r_g)
+        M_g = ctx.from_sympy(M_g_of(R(B), P, R(eps), r_g_expr))
         s_ = (flint.arb.pi() / P).sin()
         c = 2 * s_ * s_  # = 1 - cos(2 pi/P), without the cancellation for large P
-        M = (4 * (P - 1) * Bb * (36 * d * M_g + 2) / E).log() / c
+        M = ctx.from_sympy(M_of(P, R(B), d, SYM["M_g"], R(eps), SYM["c"]), env={SYM["M_g"]: M_g, SYM["c"]: c})
         frac_c = flint.arb(flint.fmpq(2 * m - 1, 2 * m))
         W = M.max(2 * M_g * frac_c).max(d * M_g * frac_c * frac_c).max(Bb).max(flint.arb(2))
         Lam = lipschitz_in_parameters(W, D, d, P)
