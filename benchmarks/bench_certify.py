@@ -11,8 +11,8 @@ import argparse
 import time
 
 from symbounds.core.boxes import CertifyOptions
-from symbounds.papers.shi_liao.certificate import certify_instance
 from symbounds.papers import shi_liao as sl
+from symbounds.papers.shi_liao.certificate import certify_instance
 
 INSTANCES = {
     "d1": ("d=1, C_H=2, B=2, eps=1/25, g=sin(2 x1)", sl.Instance(eps="1/25")),

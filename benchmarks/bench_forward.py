@@ -23,8 +23,8 @@ from np_forward import NumpyModel  # noqa: E402
 
 from symbounds.core.contexts import BallContext, MPContext  # noqa: E402
 from symbounds.core.modelfile import model_to_json  # noqa: E402
-from symbounds.papers import shi_liao as sl  # noqa: E402
 from symbounds.core.transformer import _attention_matrix, forward  # noqa: E402
+from symbounds.papers import shi_liao as sl  # noqa: E402
 
 EPS = {64: "19/50", 256: "9/50", 1024: "9/100"}  # m = 8, 16, 32 per axis with C_H = 1 (d = 2)
 

@@ -15,8 +15,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from symbounds.core.contexts import BallContext, MPContext  # noqa: E402
-from symbounds.papers import shi_liao as sl  # noqa: E402
 from symbounds.core.transformer import _attention_matrix, embed  # noqa: E402
+from symbounds.papers import shi_liao as sl  # noqa: E402
 
 EPS = {64: "19/50", 256: "9/50", 1024: "9/100"}
 

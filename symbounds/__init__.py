@@ -4,24 +4,9 @@ The public API, written out by hand.
 """
 
 from .core.claims import ClaimResult, Measured
-from .core.contexts import (
-    BallContext,
-    ExactContext,
-    FPContext,
-    MPContext,
-    Undecided,
-    make_context,
-)
+from .core.contexts import BallContext, ExactContext, FPContext, MPContext, Undecided, make_context
 from .core.expr import ExprError, parse_target
-from .core.transformer import (
-    Attention,
-    Embedding,
-    FeedForward,
-    Head,
-    Readout,
-    Transformer,
-    forward,
-)
+from .core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, forward
 from .core.version import __version__
 
 __all__ = [

@@ -14,11 +14,7 @@ import sys
 from fractions import Fraction
 
 from ..core.boxes import CertifyOptions
-from ..core.certificate import (
-    CertificateError,
-    load_certificate,
-    write_certificate,
-)
+from ..core.certificate import CertificateError, load_certificate, write_certificate
 from ..core.contexts import MIN_PREC
 from ..core.expr import ExprError
 from ..core.files import atomic_write
@@ -33,16 +29,7 @@ from ..papers.shi_liao.rate import add_rate_arguments, run_rate
 from ..papers.shi_liao.run import PouOptions
 from ..papers.shi_liao.run import run as pou_run
 from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
-from .args import (
-    Bar,
-    Parser,
-    UsageError,
-    add_instance_args,
-    check_out_folders,
-    instance,
-    number,
-    point,
-)
+from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders, instance, number, point
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
 from .report import interp_json, interp_text, pou_json, pou_text

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import math
+import tomllib
 from dataclasses import dataclass, field
 
 import flint
@@ -33,7 +34,7 @@ from .contexts import BallContext, Context
 from .exact import arb_to_fraction, as_fraction, decimal_down, decimal_up
 
 __all__ = ["Claim", "Measured", "ClaimResult", "Verdict", "Relation", "Scope", "decide", "aggregate", "escalate",
-           "exit_code", "overall", "three_and", "enclosure", "conclude"]
+           "exit_code", "overall", "three_and", "enclosure", "conclude", "load_claims"]
 
 
 class Verdict(enum.StrEnum):
@@ -105,6 +106,22 @@ class Claim:
 
     def _repr_latex_(self) -> str:  # notebooks
         return f"${self.tex}$"
+
+
+def load_claims(path) -> dict[str, Claim]:
+    """The claims declared in a TOML file beside a construction's code (one table per claim id:
+    ``statement``, ``tex``, ``relation``, optional ``scope`` and ``exact_retry``), in file order."""
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    fields = {"statement", "tex", "relation", "scope", "exact_retry"}
+    out = {}
+    for cid, spec in data.items():
+        extra = set(spec) - fields
+        if extra:
+            raise ValueError(f"{path}: claim {cid}: unknown field {sorted(extra)[0]!r}")
+        out[cid] = Claim(cid, spec["statement"], spec["tex"], Relation(spec["relation"]),
+                         Scope(spec.get("scope", "lemma")), bool(spec.get("exact_retry", False)))
+    return out
 
 
 @dataclass(frozen=True)

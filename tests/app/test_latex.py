@@ -169,9 +169,9 @@ def test_pou_pdf_shows_the_certified_numbers(tmp_path, pou_result):
 
 @needs_tex
 def test_interp_and_tables_pdfs(tmp_path):
-    from symbounds.papers.alcalde.run import InterpOptions, run
     from symbounds.papers.alcalde import paper_blocks
     from symbounds.papers.alcalde.dataset import random_dataset
+    from symbounds.papers.alcalde.run import InterpOptions, run
 
     ds = random_dataset(3, 6, 2, 2, seed=0)
     res = run(ds, InterpOptions())

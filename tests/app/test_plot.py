@@ -6,9 +6,8 @@ import math
 import struct
 from fractions import Fraction
 
-import pytest
-
 import matplotlib  # noqa: F401  (a dependency of symbounds: `symbounds plot`)
+import pytest
 
 from symbounds.app import plot as pl  # noqa: E402
 from symbounds.papers import shi_liao as sl  # noqa: E402

@@ -8,12 +8,12 @@ from fractions import Fraction as F
 
 import pytest
 
-from symbounds.core.boxes import Box, CertifyOptions, boxes_cover_cube, certify_model
-from symbounds.papers.shi_liao.certificate import certify_instance
-from symbounds.papers import check_certificate
 from symbounds.app.cli import main
+from symbounds.core.boxes import Box, CertifyOptions, boxes_cover_cube, certify_model
 from symbounds.core.modelfile import model_to_json
+from symbounds.papers import check_certificate
 from symbounds.papers import shi_liao as sl
+from symbounds.papers.shi_liao.certificate import certify_instance
 
 SMALL = dict(alpha="1/2", C_H="1/2", B="1/4", eps="1/2", target="sin(x1)/4")  # P = 8
 SMALL_FLAGS = ["--alpha", "1/2", "--holder", "1/2", "--bound", "1/4", "--eps", "1/2", "--target", "sin(x1)/4"]

@@ -10,10 +10,19 @@ import flint
 import mpmath
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from symbounds.core.contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MPContext, Undecided, make_context
-from symbounds.core.transformer import Attention, Head, Transformer, forward, Embedding, Readout
+from symbounds.core.contexts import (
+    BallContext,
+    ExactContext,
+    ExactUnsupported,
+    FPContext,
+    MPContext,
+    Undecided,
+    make_context,
+)
+from symbounds.core.transformer import Attention, Embedding, Head, Readout, Transformer, forward
 
 PRECS = (30, 53, 128)
 

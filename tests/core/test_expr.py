@@ -6,7 +6,8 @@ import pathlib
 
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import symbounds.core.expr as expr_mod
 from symbounds.core.expr import ExprError, parse_target, target_function, variables

@@ -11,10 +11,10 @@ import pytest
 from flint import fmpq
 
 from symbounds.core.contexts import BallContext, ExactContext
-from symbounds.core.modelfile import ModelFileError, export_model, load_model, model_to_json, parse_number
 from symbounds.core.files import atomic_write
-from symbounds.papers import shi_liao as sl
+from symbounds.core.modelfile import ModelFileError, export_model, load_model, model_to_json, parse_number
 from symbounds.core.transformer import Attention, FeedForward, Head, Transformer, forward
+from symbounds.papers import shi_liao as sl
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symbounds.core.contexts import BallContext, ExactContext, Undecided
-from symbounds.papers import shi_liao as sl
 from symbounds.core.taylor import TaylorContext
-from symbounds.core.transformer import FeedForward, Transformer, Embedding, Readout, forward
+from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer, forward
+from symbounds.papers import shi_liao as sl
 
 PREC = 96
 

@@ -16,9 +16,6 @@ import sympy
 from symbounds.core.contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MPContext, Undecided
 from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Trace, Transformer, forward
 
-
-
-
 M = mpmath.MPContext()
 M.prec = 1200
 EPS = F(1, 2**1100)  # distance of the 1200-bit reference values from the truth (values are O(10))

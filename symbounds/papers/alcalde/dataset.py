@@ -110,6 +110,17 @@ def _fmt(p) -> str:
     return "(" + ", ".join(str(v) for v in p) + ")"
 
 
+def _distinct_points(points, d: int, j: int, kind: str) -> None:
+    """Every point of sequence ``j`` has ``d`` coordinates and no two are equal."""
+    first: dict = {}
+    for i, x in enumerate(points):
+        if len(x) != d:
+            raise DatasetError(f"sequence {j} {kind} {i}: expected d = {d} coordinates")
+        if x in first:
+            raise DatasetError(f"sequence {j}: {kind}s {first[x]} and {i} are equal {_fmt(x)}")
+        first[x] = i
+
+
 def validate(ds: Dataset) -> Dataset:
     """Check the assumptions of the paper (docs/alcalde.md, Setting); raise :class:`DatasetError` naming the first violation."""
     if not isinstance(ds.d, int) or isinstance(ds.d, bool) or ds.d < 2:
@@ -118,20 +129,8 @@ def validate(ds: Dataset) -> Dataset:
         raise DatasetError("the dataset has no sequences")
     seen: dict = {}
     for j, (X, Y) in enumerate(zip(ds.inputs, ds.targets)):
-        first: dict = {}
-        for i, x in enumerate(X):
-            if len(x) != ds.d:
-                raise DatasetError(f"sequence {j} token {i}: expected d = {ds.d} coordinates")
-            if x in first:
-                raise DatasetError(f"sequence {j}: tokens {first[x]} and {i} are equal {_fmt(x)}")
-            first[x] = i
-        firsty: dict = {}
-        for i, y in enumerate(Y):
-            if len(y) != ds.d:
-                raise DatasetError(f"sequence {j} target {i}: expected d = {ds.d} coordinates")
-            if y in firsty:
-                raise DatasetError(f"sequence {j}: targets {firsty[y]} and {i} are equal {_fmt(y)}")
-            firsty[y] = i
+        _distinct_points(X, ds.d, j, "token")
+        _distinct_points(Y, ds.d, j, "target")
         if not Y:
             raise DatasetError(f"sequence {j}: no target points")
         if len(Y) > len(X):

@@ -12,13 +12,7 @@ The names most used are re-exported here: ``sl.Instance``, ``sl.constants``, ``s
 """
 
 from .claims import *  # noqa: F401,F403
-from .claims import (  # noqa: F401
-    EXACT_RETRY,
-    constant_claims,
-    decide_exactly,
-    measure_point,
-    tolerance,
-)
+from .claims import EXACT_RETRY, constant_claims, decide_exactly, measure_point, tolerance  # noqa: F401
 from .constants import *  # noqa: F401,F403
 from .constants import ATT1, ATT2, FFN1, FFN2  # noqa: F401
 from .construction import build  # noqa: F401

@@ -11,66 +11,22 @@ from __future__ import annotations
 import itertools
 import random
 from fractions import Fraction
+from pathlib import Path
 
 import sympy
 from sympy import Integer, Rational
 
-from ...core.claims import Claim, Measured, Relation, Scope, aggregate
+from ...core.claims import Measured, aggregate, load_claims
 from ...core.contexts import Context
 from ...core.expr import variables
 from ...core.transformer import Transformer, forward
 from .constants import ATT1, FFN1, ROWS, SYM, Constants
 
 # ------------------------------------------------------------------------------------------
-# The claims, declared once (statement, LaTeX in the paper's notation, relation, scope)
+# The claims (statement, LaTeX in the paper's notation, relation, scope: claims.toml)
 
-_L, _B, _A = Scope.LEMMA, Scope.BUDGET, Scope.ASSUMPTION
-_C = lambda *a, **k: Claim(*a, **k)  # noqa: E731
-
-#: Every claim of the partition-of-unity proof (docs/shi_liao.md, "Claims"), by id.
-CLAIMS = {c.id: c for c in (
-    _C("L1", "softmax POU: the |x|^2 factor cancels (SymPy expansion)",
-       r"\frac{e^{M_g(r_g^2-\|x-c_i\|^2)}}{\sum_{k} e^{M_g(r_g^2-\|x-c_k\|^2)}}"
-       r" = \frac{e^{2M_g\langle x,c_i\rangle-M_g\|c_i\|^2}}{\sum_{k} e^{2M_g\langle x,c_k\rangle-M_g\|c_k\|^2}}",
-       Relation.SYMBOLIC),
-    _C("L2.1", "0 <= 1 - lambda(M)  (min over tokens; position head)", r"0 \le 1-\lambda(M)", Relation.LE),
-    _C("L2.2", "1 - lambda(M) <= 2(P-1) e^{-cM}", r"1-\lambda(M) \le 2(P-1)\,e^{-cM}", Relation.LE),
-    _C("L2.3", "0 <= 1 - eta(M)  (indicator head weight on token 1)", r"0 \le 1-\eta(M)", Relation.LE),
-    _C("L2.4", "1 - eta(M) <= (P-1) e^{-cM}", r"1-\eta(M) \le (P-1)\,e^{-cM}", Relation.LE),
-    _C("L3", "every off-target layer-1 weight on token 1 <= e^{-cM}",
-       r"\max_{h,\; j \ne h} \pi^{(h)}_{j1} \le e^{-cM}", Relation.LE),
-    _C("L4.1", "sum_k e^{M cos theta_k} sin theta_k = 0 (SymPy, pairing k <-> P-k)",
-       r"\sum_{k=1}^{P} e^{M\cos\theta_k}\sin\theta_k = 0", Relation.SYMBOLIC),
-    _C("L4.2", "position head output is parallel to p_j (|cross product| <= tol)",
-       r"\max_j \bigl|\hat z^{\mathrm{pos}}_j \times p_j\bigr| \le \mathrm{tol}", Relation.LE),
-    _C("L4.3", "FFN1 restores p_j (max |z_pos - p_j| <= tol)",
-       r"\max_j \bigl\|z^{\mathrm{pos}}_j - p_j\bigr\| \le \mathrm{tol}", Relation.LE),
-    _C("L5.1", "off-target indicator pre-activation < 0 (strictly)",
-       r"\max_{j \ne 1}\bigl(\hat z_{d+2,j} - 2e^{-cM}\bigr) < 0", Relation.LT),
-    _C("L5.2", "off-target indicator after FFN1 is exactly 0", r"z_{d+2,j} = 0 \quad (j \ne 1)", Relation.ZERO),
-    _C("L5.3", "on-target indicator after FFN1 = 1 (|ind - 1| <= tol)",
-       r"\bigl|z_{d+2,1} - 1\bigr| \le \mathrm{tol}", Relation.LE),
-    _C("L6.1", "max_j |T~_j - T_j(x)| <= 6d(P-1) M_g e^{-cM}",
-       r"\max_j \bigl|\tilde T_j - T_j(x)\bigr| \le 6d(P-1)\,M_g\,e^{-cM}", Relation.LE),
-    _C("L6.2", "max_j |g~_j - g(c_j)| <= 2(P-1) B e^{-cM}",
-       r"\max_j \bigl|\tilde g_j - g(c_j)\bigr| \le 2(P-1)\,B\,e^{-cM}", Relation.LE),
-    _C("L7", "|T(x) - g(x)| <= eps at the sample points", r"\max_{x} \bigl|T(x) - g(x)\bigr| \le \varepsilon",
-       Relation.LE),
-    _C("E0", "grid covers the cube: sqrt(d)/(2m) <= r_g", r"\frac{\sqrt d}{2m} \le r_g", Relation.LE, _B, True),
-    _C("E1", "Hoelder part: C_H (2 r_g)^alpha <= eps/2", r"C_H\,(2r_g)^\alpha \le \frac{\varepsilon}{2}",
-       Relation.LE, _B, True),
-    _C("E2", "far tail: 2 B P exp(-3 M_g r_g^2) <= eps/4", r"2BP\,e^{-3M_g r_g^2} \le \frac{\varepsilon}{4}",
-       Relation.LE, _B, True),
-    _C("E3", "leakage: 2(P-1)B e^{-cM} + B(exp(12 d (P-1) M_g e^{-cM}) - 1) <= eps/4",
-       r"2(P-1)B\,e^{-cM} + B\bigl(e^{12d(P-1)M_g e^{-cM}} - 1\bigr) \le \frac{\varepsilon}{4}", Relation.LE, _B),
-    _C("L8.1", "P <= d^{d/2} (8 C_H)^{d/alpha} eps^{-d/alpha}",
-       r"P \le d^{d/2}(8C_H)^{d/\alpha}\varepsilon^{-d/\alpha}", Relation.LE, _L, True),
-    _C("L8.2", "params_dense <= (8D^2 + 34D) d^{d/2} (8 C_H)^{d/alpha} eps^{-d/alpha}",
-       r"\#\text{params} \le (8D^2+34D)\, d^{d/2}(8C_H)^{d/\alpha}\varepsilon^{-d/\alpha}", Relation.LE, _L, True),
-    _C("A1", "|g| <= B on a grid", r"\max_{\text{grid}} |g| \le B", Relation.LE, _A),
-    _C("A2", "|g(x)-g(y)| <= C_H |x-y|^alpha on grid pairs",
-       r"\max_{\text{grid}} \bigl(|g(x)-g(y)| - C_H\|x-y\|^\alpha\bigr) \le 0", Relation.LE, _A),
-)}
+#: Every claim of the partition-of-unity proof, by id, declared in claims.toml beside this file.
+CLAIMS = load_claims(Path(__file__).with_name("claims.toml"))
 
 #: Claims that can hold with equality at the derived constants; an undecided ball verdict is
 #: retried exactly (SymPy) for these.

@@ -13,14 +13,7 @@ from __future__ import annotations
 
 from sympy import Integer, Rational
 
-from ...core.transformer import (
-    Attention,
-    Embedding,
-    FeedForward,
-    Head,
-    Readout,
-    Transformer,
-)
+from ...core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
 from .constants import ROWS, Constants, cospi, sinpi
 
 __all__ = ["build"]

@@ -14,10 +14,18 @@ from fractions import Fraction as F
 import pytest
 
 from symbounds.core.contexts import ExactContext
-from symbounds.papers.alcalde import construction as al
-from symbounds.papers.alcalde.dataset import Dataset, DatasetError, core_dataset, dataset_from_json, dataset_to_json, load_dataset, random_dataset
-from symbounds.papers.alcalde.evaluate import evaluate, output_set
 from symbounds.core.transformer import Attention, FeedForward, Head, Transformer, forward
+from symbounds.papers.alcalde import construction as al
+from symbounds.papers.alcalde.dataset import (
+    Dataset,
+    DatasetError,
+    core_dataset,
+    dataset_from_json,
+    dataset_to_json,
+    load_dataset,
+    random_dataset,
+)
+from symbounds.papers.alcalde.evaluate import evaluate, output_set
 
 
 def P(*a):
@@ -424,8 +432,8 @@ def test_authors_dataset_shape():
 # ------------------------------------------------------------------------------------------
 # orchestration
 
-from symbounds.papers.alcalde import run as interp  # noqa: E402
 from symbounds.app.report import interp_json, interp_text  # noqa: E402
+from symbounds.papers.alcalde import run as interp  # noqa: E402
 
 
 def test_interp_run_json_and_text():

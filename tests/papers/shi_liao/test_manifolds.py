@@ -15,10 +15,10 @@ import pytest
 import sympy
 from sympy import Rational
 
-from symbounds.core.contexts import BallContext
-from symbounds.papers.shi_liao.manifolds import manifold as mf
-from symbounds.papers import shi_liao as sl
 from symbounds.core.claims import decide, escalate, exit_code
+from symbounds.core.contexts import BallContext
+from symbounds.papers import shi_liao as sl
+from symbounds.papers.shi_liao.manifolds import manifold as mf
 
 CASES = {
     "circle": ("circle", None),
@@ -210,8 +210,9 @@ def test_user_target_needs_a_holder_constant():
 
 
 def test_pou_run_on_a_manifold():
-    from symbounds.papers.shi_liao.run import run, PouOptions
-    from symbounds.app.report import pou_json as as_json, pou_text as render_text
+    from symbounds.app.report import pou_json as as_json
+    from symbounds.app.report import pou_text as render_text
+    from symbounds.papers.shi_liao.run import PouOptions, run
 
     res = run(mf.manifold_instance("torus"), PouOptions(points=2))
     assert res.exit_code == 0
@@ -262,8 +263,8 @@ def test_whole_manifold_tighter_eps_proved_and_too_tight_refuted():
 
     from symbounds.core.contexts import MPContext
     from symbounds.core.expr import variables
-    from symbounds.papers.shi_liao.manifolds.certify import certify_on_manifold
     from symbounds.core.transformer import forward
+    from symbounds.papers.shi_liao.manifolds.certify import certify_on_manifold
 
     mi = mf.manifold_instance("circle")
     K = mi.constants()

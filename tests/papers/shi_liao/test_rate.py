@@ -13,8 +13,8 @@ import pytest
 
 from symbounds.core.contexts import BallContext
 from symbounds.papers import shi_liao as sl
-from symbounds.papers.shi_liao.run import max_weight
 from symbounds.papers.shi_liao.rate import add_rate_arguments, lipschitz_in_parameters, rate_report, run_rate
+from symbounds.papers.shi_liao.run import max_weight
 
 mp = mpmath.MPContext()
 mp.prec = 200

@@ -9,15 +9,15 @@ from dataclasses import replace
 from fractions import Fraction
 
 import mpmath
-from flint import fmpq
 import pytest
 import sympy
+from flint import fmpq
 from sympy import Rational
 
+from symbounds.core.claims import decide, escalate, exit_code
 from symbounds.core.contexts import BallContext, FPContext, MPContext
 from symbounds.core.fpcompare import compare_claims
 from symbounds.papers import shi_liao as sl
-from symbounds.core.claims import decide, escalate, exit_code
 
 
 def certify(inst_or_model, K=None, points=None, max_prec=4096):

@@ -21,44 +21,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 import flint
 import sympy
 from sympy import Integer, Rational
 
-from ....core.claims import Claim, Measured, Relation, Scope
+from ....core.claims import Measured, load_claims
 from ....core.contexts import BallContext, Context
 from ....core.exact import as_fraction as _F
 from ....core.expr import variables
 
 __all__ = ["ManifoldDomain", "MANIFOLD_CLAIMS"]
 
-_C = lambda *a, **k: Claim(*a, **k)  # noqa: E731
-
-#: The claims a manifold adds, and its own E1 / L8 (docs/shi_liao.md, "Manifolds"), by id.
-MANIFOLD_CLAIMS = {c.id: c for c in (
-    _C("M0", "sample points and centres lie on the manifold exactly (residual)",
-       r"\max_{y}\, \bigl|F(y)\bigr| = 0", Relation.ZERO),
-    _C("M1", "the centres form an r_g-net of the manifold",
-       r"\max_{y \in \mathcal M} \min_i \|y - c_i\| \le r_g", Relation.LE),
-    _C("M2.0", "below delta_0 = pi/4: K^2 delta_0^2 <= 12, so chord >= v delta/2 there",
-       r"K^2 \delta_0^2 \le 12", Relation.LE),
-    _C("M2", "d_M <= 2|x-y| on the manifold: v delta - 2 chord(delta) < 0 on every delta-interval",
-       r"\max_{\delta}\bigl(v\,\delta - 2\,\mathrm{chord}(\delta)\bigr) < 0", Relation.LT),
-    _C("L7.M", "|T(x) - g(x)| <= eps for every x on the manifold (Taylor-model boxes)",
-       r"\sup_{x \in \mathcal M} \bigl|T(x) - g(x)\bigr| \le \varepsilon", Relation.LE),
-    _C("E1", "near field: C_H (2 * 2 r_g)^alpha <= eps/2  (d_M <= 2|x-y|, M2)",
-       r"C_H\,(4r_g)^\alpha \le \frac{\varepsilon}{2}", Relation.LE, Scope.BUDGET, True),
-    _C("L8.1", "P <= C_M (16 C_H)^(d/alpha) eps^(-d/alpha)  (d intrinsic)",
-       r"P \le C_{\mathcal M}(16C_H)^{d/\alpha}\varepsilon^{-d/\alpha}", Relation.LE, Scope.LEMMA, True),
-    _C("L8.2", "params_dense <= (8D^2 + 34D) C_M (16 C_H)^(d/alpha) eps^(-d/alpha)",
-       r"\#\text{params} \le (8D^2+34D)\, C_{\mathcal M}(16C_H)^{d/\alpha}\varepsilon^{-d/\alpha}",
-       Relation.LE, Scope.LEMMA, True),
-    _C("A1", "|g| <= B at grid points on the manifold", r"\max_{\text{grid}} |g| \le B", Relation.LE, Scope.ASSUMPTION),
-    _C("A2", "|g(p)-g(q)| <= C_H d_M(p,q)^alpha at grid pairs on the manifold (exact geodesic distances)",
-       r"\max_{\text{grid}} \bigl(|g(p)-g(q)| - C_H\,d_{\mathcal M}(p,q)^\alpha\bigr) \le 0", Relation.LE,
-       Scope.ASSUMPTION),
-)}
+#: The claims a manifold adds, and its own E1 / L8, by id (declared in claims.toml beside this file).
+MANIFOLD_CLAIMS = load_claims(Path(__file__).with_name("claims.toml"))
 
 
 def _sqrt_upper(ctx: Context, s):
