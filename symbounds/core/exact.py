@@ -67,23 +67,30 @@ def decimal(q: Fraction, digits: int = 12) -> str:
 
 
 def _decimal_round(q: Fraction, digits: int, up: bool) -> str:
-    """``q`` as a decimal of ``digits`` significant digits, rounded toward +inf (``up``) or -inf."""
+    """``q`` as a decimal of ``digits`` significant digits, rounded toward +inf (``up``) or -inf.
+
+    Works for rationals far outside float range (the exponent is found from bit lengths, never by
+    printing the whole integer)."""
     if q == 0:
         return "0"
-    e = len(str(abs(q.numerator) // abs(q.denominator) or 1)) if abs(q) >= 1 else 0
-    if abs(q) < 1:  # leading zeros after the point
-        e = -(len(str(q.denominator // abs(q.numerator))) - 1)
-    shift = digits - e
+    a = abs(q)
+    e = (a.numerator.bit_length() - a.denominator.bit_length()) * 30103 // 100000  # ~ floor(log10 a)
+    while a >= Fraction(10) ** (e + 1):
+        e += 1
+    while a < Fraction(10) ** e:
+        e -= 1
+    shift = digits - 1 - e
     scaled = q * Fraction(10) ** shift
     n = -((-scaled.numerator) // scaled.denominator) if up else scaled.numerator // scaled.denominator
-    exp10 = len(str(abs(n))) - 1 - shift
+    m = str(abs(n))  # digits or digits + 1 characters
+    exp10 = len(m) - 1 - shift
+    sign = "-" if n < 0 else ""
     if exp10 < -6 or exp10 > 20:  # scientific notation, still exact: n * 10^-shift
-        m = str(abs(n)).rstrip("0") or "0"
-        mant = m[0] + (f".{m[1:]}" if len(m) > 1 else "")
-        return f"{'-' if n < 0 else ''}{mant}e{exp10}"
+        m = m.rstrip("0") or "0"
+        return f"{sign}{m[0]}" + (f".{m[1:]}" if len(m) > 1 else "") + f"e{exp10}"
     if shift <= 0:
-        return str(n * 10 ** (-shift))
-    sign, digs = ("-" if n < 0 else ""), str(abs(n)).rjust(shift + 1, "0")
+        return sign + m + "0" * (-shift)
+    digs = m.rjust(shift + 1, "0")
     whole, frac = digs[:-shift], digs[-shift:].rstrip("0")
     return f"{sign}{whole}" + (f".{frac}" if frac else "")
 

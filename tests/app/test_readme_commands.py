@@ -1,0 +1,93 @@
+"""Every `symbounds` command in the README's shell blocks runs, with the exit code the README
+promises (0 unless stated).  Commands that take more than a few seconds run as a small stand-in
+of the same shape (listed in STAND_INS, and said next to the command in the README); the
+full-size commands run under `-m slow`."""
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from symbounds.app.cli import main
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+#: README command -> the stand-in the default suite runs (same flags, a smaller instance).
+STAND_INS = {
+    "symbounds certify --eps 1/25 --workers 2": "symbounds certify --eps 1/4 --workers 2",
+    "symbounds sweep --eps 1/2,1/4 --d 1,2 --holder 1 --bound 1 --target \"sin(x1)/2\" "
+    "--target \"sin(x1+x2)/2\" --certify --out table.csv":
+        "symbounds sweep --eps 1/2 --d 1,2 --holder 1 --bound 1 --target \"sin(x1)/2\" "
+        "--target \"sin(x1+x2)/2\" --certify --out table.csv",
+    "symbounds pou --manifold sphere": "symbounds pou --manifold sphere --eps 1/2",
+    "symbounds pou --manifold curve --ambient 10": "symbounds pou --manifold curve --ambient 10 --eps 1/2",
+    "symbounds interp --random 20,50,16,3 --seed 1": "symbounds interp --random 4,10,16,3 --seed 1",
+    "symbounds interp --random 10,100,16,1 --attention softmax":
+        "symbounds interp --random 3,10,16,1 --attention softmax",
+    "symbounds sweep --eps 1/2,1/4,1/8,1/16,1/32 --holder 1 --bound 1 --target \"sin(x1)/2\" --out table.csv":
+        "symbounds sweep --eps 1/2,1/4 --holder 1 --bound 1 --target \"sin(x1)/2\" --out table.csv",
+    "symbounds plot --kind leakage --M-values 500,1743,10000,100000 --context fp --out leakage.png":
+        "symbounds plot --kind leakage --eps 1/2 --M-values 500,100000 --context fp --out leakage.png",
+}
+
+#: exit codes the README states for a command (everything else: 0)
+EXPECTED = {}
+
+DATASET = {"d": 2, "sequences": [{"input": [["0", "1"], ["1", "0"], ["1/2", "1/2"]], "target": [["3", "3"]]},
+                                  {"input": [["0", "1"], ["2", "2"]], "target": [["-1", "4"], ["5", "5"]]}]}
+
+
+def readme_commands() -> list[str]:
+    """The `symbounds ...` lines of the README's ```sh blocks, in order, comments stripped."""
+    text = README.read_text(encoding="utf-8")
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            line = line.split("  #")[0].strip()
+            m = re.search(r"(?:^|&& \.venv/bin/)(symbounds .*)$", line)
+            if m:
+                out.append(m.group(1).strip())
+            elif line.startswith("symbounds"):
+                out.append(line)
+    return out
+
+
+def _run(cmd: str, tmp_path, monkeypatch) -> int:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dataset.json").write_text(json.dumps(DATASET))
+    argv = shlex.split(cmd)[1:]
+    return main(argv)
+
+
+def test_the_readme_has_its_commands():
+    cmds = readme_commands()
+    assert "symbounds pou" in cmds and any(c.startswith("symbounds check") for c in cmds)
+    assert len(cmds) >= 15
+    for c in STAND_INS:  # a stand-in for a command that is no longer in the README is stale
+        assert c in cmds, c
+
+
+def test_readme_commands_run_in_order(tmp_path, monkeypatch, capsys):
+    """In README order (certify writes cert.json before check reads it; sweep writes table.json
+    before plot reads it)."""
+    for cmd in readme_commands():
+        code = _run(STAND_INS.get(cmd, cmd), tmp_path, monkeypatch)
+        err = capsys.readouterr().err
+        assert code == EXPECTED.get(cmd, 0), f"{cmd}: exit {code}: {err[-300:]}"
+
+
+@pytest.mark.slow
+def test_readme_commands_full_size(tmp_path, monkeypatch, capsys):
+    for cmd in readme_commands():
+        code = _run(cmd, tmp_path, monkeypatch)
+        assert code == EXPECTED.get(cmd, 0), cmd
+
+
+@pytest.mark.parametrize("cmd, code", [
+    ("symbounds pou --M 500", 1),  # "symbounds pou --M 500 refutes the leakage budget E3"
+    ("symbounds pou --eps 2", 2),
+])
+def test_readme_stated_exit_codes(cmd, code, tmp_path, monkeypatch):
+    assert _run(cmd, tmp_path, monkeypatch) == code
