@@ -4,23 +4,23 @@ A construction is one folder under ``symbounds/papers/`` holding a :class:`Paper
 ``symbounds.papers.CATALOGUE``.  The command line, the reports, LaTeX and the catalogue test read
 only this interface:
 
-=====================  =====================================================================
-member                 what it is
-=====================  =====================================================================
-``key``                short name, the catalogue key and the ``construction`` of certificates
-``title``, ``citation``  for reports and LaTeX captions
-``docs``               the page of docs/ with the mathematics in our words
-``parameters``         the instance's parameters as data (:class:`Parameter`)
-``instance(values)``   an instance from a mapping name -> text (``ValueError``: one line)
-``build(inst)``        the network (:class:`~symbounds.core.transformer.Transformer`)
-``claims``             every :class:`~symbounds.core.claims.Claim` the proof measures
-``prove(inst)``        a :class:`Proof`: one :class:`~symbounds.core.claims.ClaimResult` per claim
-``sample_input(inst)`` one exact input of the network: a point of the domain (vector input)
-                       or a ``d x n`` token matrix (token input), for spot checks
-``examples``           small instances (mappings) that prove in seconds; together they
-                       measure every claim (``example``: the first)
-``rebuild``            optional: re-derives a certificate's model (whole-domain certificates)
-=====================  =====================================================================
+========================  =====================================================================
+member                    what it is
+========================  =====================================================================
+``key``                   short name, the catalogue key and the ``construction`` of certificates
+``title``, ``citation``   for reports and LaTeX captions
+``docs``                  the page of docs/ with the mathematics in our words
+``parameters``            the instance's parameters as data (:class:`Parameter`)
+``instance(values)``      an instance from a mapping name -> text (``ValueError``: one line)
+``build(inst)``           the network (:class:`~symbounds.core.transformer.Transformer`)
+``claims``                every :class:`~symbounds.core.claims.Claim` the proof measures
+``prove(inst)``           a :class:`Proof`: one :class:`~symbounds.core.claims.ClaimResult` per claim
+``sample_input(inst)``    one exact input of the network: a point of the domain (vector input)
+                          or a ``d x n`` token matrix (token input), for spot checks
+``examples``              small instances (mappings) that prove in seconds; together they
+                          measure every claim (``example``: the first)
+``rebuild``               optional: re-derives a certificate's model (whole-domain certificates)
+========================  =====================================================================
 """
 
 from __future__ import annotations
