@@ -4,20 +4,23 @@ A construction is one folder under ``symbounds/papers/`` holding a :class:`Paper
 ``symbounds.papers.CATALOGUE``.  The command line, the reports, LaTeX and the catalogue test read
 only this interface:
 
-=====================  =====================================================================
-member                 what it is
-=====================  =====================================================================
-``key``                short name, the catalogue key and the ``construction`` of certificates
-``title``, ``citation``  for reports and LaTeX captions
-``docs``               the page of docs/ with the mathematics in our words
-``parameters``         the instance's parameters as data (:class:`Parameter`)
-``instance(values)``   an instance from a mapping name -> text (``ValueError``: one line)
-``build(inst)``        the network (:class:`~symbounds.core.transformer.Transformer`)
-``claims``             every :class:`~symbounds.core.claims.Claim` the proof measures
-``prove(inst)``        a :class:`Proof`: one :class:`~symbounds.core.claims.ClaimResult` per claim
-``example``            a small instance (mapping) that proves in seconds
-``rebuild``            optional: re-derives a certificate's model (whole-domain certificates)
-=====================  =====================================================================
+========================  =====================================================================
+member                    what it is
+========================  =====================================================================
+``key``                   short name, the catalogue key and the ``construction`` of certificates
+``title``, ``citation``   for reports and LaTeX captions
+``docs``                  the page of docs/ with the mathematics in our words
+``parameters``            the instance's parameters as data (:class:`Parameter`)
+``instance(values)``      an instance from a mapping name -> text (``ValueError``: one line)
+``build(inst)``           the network (:class:`~symbounds.core.transformer.Transformer`)
+``claims``                every :class:`~symbounds.core.claims.Claim` the proof measures
+``prove(inst)``           a :class:`Proof`: one :class:`~symbounds.core.claims.ClaimResult` per claim
+``sample_input(inst)``    one exact input of the network: a point of the domain (vector input)
+                          or a ``d x n`` token matrix (token input), for spot checks
+``examples``              small instances (mappings) that prove in seconds; together they
+                          measure every claim (``example``: the first)
+``rebuild``               optional: re-derives a certificate's model (whole-domain certificates)
+========================  =====================================================================
 """
 
 from __future__ import annotations
@@ -72,8 +75,19 @@ class Paper:
     build: Callable[[object], Transformer]
     claims: tuple[Claim, ...]
     prove: Callable[[object], Proof]
-    example: Mapping[str, str]
+    sample_input: Callable[[object], object]
+    examples: tuple[Mapping[str, str], ...]
     rebuild: Callable | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "examples", tuple(self.examples))
+        if not self.examples:
+            raise ValueError(f"{self.key}: a construction needs at least one example")
+
+    @property
+    def example(self) -> Mapping[str, str]:
+        """The first of :attr:`examples`."""
+        return self.examples[0]
 
     def claim(self, cid: str) -> Claim:
         for c in self.claims:

@@ -54,6 +54,12 @@ def _build(inst: InterpInstance):
     return run(inst.dataset, inst.options).model
 
 
+def sample_input(inst: InterpInstance) -> list[list]:
+    """The first sequence of the dataset as the ``d x n`` token matrix (tokens are columns)."""
+    X = inst.dataset.inputs[0]
+    return [[x[k] for x in X] for k in range(inst.dataset.d)]
+
+
 def prove(inst: InterpInstance, **options) -> Proof:
     res = run(inst.dataset, inst.options)
     return Proof(res.claims, res.model, {"result": res})
@@ -70,5 +76,7 @@ PAPER = Paper(
     build=_build,
     claims=tuple(CLAIMS.values()),
     prove=prove,
-    example={"N": "3", "n": "5", "d": "2", "m": "2"},
+    sample_input=sample_input,
+    examples=({"N": "3", "n": "5", "d": "2", "m": "2"},  # hardmax, exact rationals: S1-S3, I1, B1-B3
+              {"N": "2", "n": "3", "d": "2", "m": "1", "attention": "softmax"}),  # X1, X2: softmax only
 )
