@@ -439,6 +439,9 @@ class FPContext(Context):
             return math.inf if (p > 0) == (q > 0) else -math.inf
 
     def _convert_native(self, v):
+        # reached for context numbers only: ``convert`` refuses a float as an *input* before this
+        if isinstance(v, float):
+            return v
         raise TypeError(f"cannot convert {type(v).__name__} to float")
 
     def exp(self, x):
