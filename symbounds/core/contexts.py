@@ -269,6 +269,16 @@ class BallContext(Context):
         if prec < 2:
             raise ValueError("precision must be at least 2 bits")
         self.prec = int(prec)
+        # exact balls, valid at every precision: the forward pass asks for them in its inner loops
+        self._zero, self._one = flint.arb(0), flint.arb(1)
+
+    @property
+    def zero(self):
+        return self._zero
+
+    @property
+    def one(self):
+        return self._one
 
     @contextlib.contextmanager
     def scope(self):

@@ -313,53 +313,57 @@ def embed(ctx: Context, model: Transformer, x) -> list:
         return Z
 
 
-def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: int = 0,
+def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: int | None = None,
             stop: int | None = None):
-    """Evaluate layers ``start <= i < stop`` of ``model`` (default: all ``L`` of them) in ``ctx``.
+    """Evaluate ``model`` at ``x`` in ``ctx``, or only its layers ``start <= i < stop``.
 
-    ``x`` is ``Z_start``, the input of layer ``start``: for ``start = 0`` the model input (a vector
-    for vector models, embedded as ``Z_0 = base + E x``; a ``D x n`` token matrix for token
-    models); for ``start > 0`` a ``D x n`` state, e.g. the ``Z`` returned by an earlier slice.  Its
-    entries may be exact numbers (int, Fraction, fmpq, SymPy) or numbers of ``ctx``.  So
-    ``forward(ctx, m, forward(ctx, m, x, stop=k), start=k)`` equals ``forward(ctx, m, x)``
-    (exactly in the exact context; in balls both enclose the same value).
+    With ``start`` omitted, ``x`` is the model input (a vector for vector models, embedded as
+    ``Z_0 = base + E x``; a ``D x n`` token matrix for token models) and the layers run from the
+    first.  With ``start = k`` (``0 <= k <= L``), ``x`` is the state ``Z_k``, the ``D x n`` input
+    of layer ``k`` -- e.g. the ``Z`` an earlier slice returned; no embedding is applied.  Entries
+    of a state may be exact numbers (int, Fraction, fmpq, SymPy) or numbers of ``ctx``.  ``stop``
+    (default ``L``) ends the slice, so for every ``k``::
+
+        forward(ctx, m, forward(ctx, m, x, stop=k), start=k) == forward(ctx, m, x)
+
+    exactly in the exact context; in balls both sides enclose the same value.
 
     Returns the readout ``Z_L[row, column]`` when the slice runs to the last layer and the model
     has a readout, else the state ``Z_stop`` (a ``D x n`` list of lists); with ``trace=True`` also
-    a :class:`Trace` whose ``Z[0]`` is ``Z_start`` (attention and preactivations keyed by the
-    absolute layer index).
+    a :class:`Trace` whose ``Z[0]`` is the slice's first state (attention matrices and
+    preactivations keyed by the absolute layer index).
 
-    Shortcuts (all exact rewritings of the same function, never a change of the value):
+    Shortcuts (each an exact rewriting of the same function, never a change of the value):
 
-    * the *affine prefix* (the leading layers that are affine in ``x``, computed once per context
-      and precision as ``F_0 + sum_i x_i F_i``) is used only when ``start = 0``, the slice covers
-      the whole prefix and there is no trace;
+    * the *affine prefix* (the leading layers that are affine in ``x``, composed once per context
+      and precision as ``F_0 + sum_i x_i F_i``) is used only from the model input, without a
+      trace, when the slice covers the whole prefix;
     * *input-independent heads* (attention matrices and outputs cached per context and
-      precision) are used only when ``start = 0``: a state given mid-network need not be one the
-      model produces, so a slice starting later recomputes every head;
+      precision) are used only from the model input: a state given mid-network need not be one
+      the model produces, so a slice with ``start`` recomputes every head;
     * *readout pruning* (only the readout's column is evaluated from the last attention layer on)
       applies only when the slice ends at the last layer, without a trace;
-    * heads with ``W_O W_V = 0`` contribute exactly ``0`` and are skipped (their attention matrix
-      is still computed, and recorded, with a trace); ReLU pairs computing a linear function are
-      evaluated as that linear map (see ``_ffn``).  Both hold for every state.
+    * heads with ``W_O W_V = 0`` contribute exactly ``0`` and are skipped (with a trace their
+      attention matrix is still computed and recorded), and ReLU pairs computing a linear function
+      are evaluated as that linear map (see ``_ffn``): both hold for every state.
     """
     L = len(model.layers)
+    first = 0 if start is None else start
     stop = L if stop is None else stop
-    if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop <= L):
-        raise ValueError(f"layer slice [{start}, {stop}) is not inside [0, {L})")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (first, stop)) or not 0 <= first <= stop <= L:
+        raise ValueError(f"layer slice [{start}, {stop}) is not inside [0, {L}]")
     num = model.numeric(ctx)
     silent = model._analyse()[3]
-    const = model.constant_heads() if start == 0 else {}
+    const = model.constant_heads() if start is None else {}
     tr = Trace() if trace else None
     readout = model.readout if stop == L else None
     needed = _needed_rows(model) if tr is None and readout is not None else {}
     with ctx.scope():
-        first = start
-        prefix = model.affine_prefix() if start == 0 and tr is None and model.input == "vector" else 0
+        prefix = model.affine_prefix() if start is None and tr is None and model.input == "vector" else 0
         if 0 < prefix <= stop:
             first = prefix
             Z = _affine_prefix_value(ctx, model, num, prefix, x)
-        elif start == 0:
+        elif start is None:
             Z = embed(ctx, model, x)
         else:
             Z = _state(ctx, model, x)
@@ -379,8 +383,11 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
 
 def _state(ctx: Context, model: Transformer, Z) -> list:
     """A ``D x n`` state in ``ctx`` numbers (exact entries converted, context numbers kept)."""
-    rows = [list(r) for r in Z]
-    if len(rows) != model.width or len({len(r) for r in rows}) > 1:
+    try:
+        rows = [list(r) for r in Z]
+    except TypeError:
+        rows = []
+    if len(rows) != model.width or len({len(r) for r in rows}) != 1:
         raise ValueError(f"a state must be a {model.width} x n matrix")
     exact = (int, Fraction, flint.fmpq, flint.fmpz, sympy.Basic)
     conv = lambda v: ctx.convert(v) if isinstance(v, exact) else ctx._convert_native(v)
