@@ -231,7 +231,7 @@ def test_heads_with_zero_value_output_product_are_exact_zero():
     assert forward(ExactContext(), model, X) == [[flint.fmpq(v.numerator, v.denominator) for v in r] for r in X]
 
 
-@pytest.mark.parametrize("bad", [dict(start=-1), dict(stop=7), dict(start=4, stop=3), dict(start=1.0)])
+@pytest.mark.parametrize("bad", [{"start": -1}, {"stop": 7}, {"start": 4, "stop": 3}, {"start": 1.0}])
 def test_bad_slices_are_refused(bad):
     model, X = random_network(0)
     with pytest.raises(ValueError):
@@ -239,6 +239,6 @@ def test_bad_slices_are_refused(bad):
 
 
 def test_a_state_of_the_wrong_shape_is_refused():
-    model, X = random_network(0)
+    model, _ = random_network(0)
     with pytest.raises(ValueError):
         forward(ExactContext(), model, [[1, 2, 3, 4]], start=1)
