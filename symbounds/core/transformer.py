@@ -24,6 +24,10 @@ decided by three-valued comparisons (raising :class:`~symbounds.contexts.Undecid
 Attention heads whose scores cannot depend on the input (their ``W_Q`` and ``W_K`` read only rows
 that no input can reach, found by propagating a dependency mask through the weights) have their
 attention matrices computed once per context and precision and reused for every input.
+
+``forward(ctx, model, Z_k, start=k, stop=m)`` runs only the layers ``k..m-1`` from a given state
+(e.g. one returned by ``forward(ctx, model, x, stop=k)``), so a construction can inspect a network
+at an intermediate stage without a second evaluator.
 """
 
 from __future__ import annotations
