@@ -19,6 +19,12 @@ name       number type                 rigorous     use
 Comparisons answer ``True``, ``False`` or ``None`` ("cannot tell").  Only the ball context ever
 answers ``None`` for finite numbers; ``fp`` answers ``None`` when a NaN is involved.
 
+Intervals and bounds, so that code never asks which context it runs in: ``interval(lo, hi)`` is
+a number standing for the exact interval ``[lo, hi]`` (a ball enclosing it; in ``exact`` only a
+point ``lo = hi``, anything longer raises :class:`ExactUnsupported`; in ``mp`` / ``fp`` the
+midpoint, which is no enclosure), ``upper(x)`` / ``lower(x)`` bound ``x`` from above / below (the
+ball's exact endpoint; ``x`` itself in ``exact``, ``mp`` and ``fp``).
+
 Precision is scoped: python-flint keeps its precision in a global (``flint.ctx.prec``); every
 evaluation that touches balls runs inside ``with ctx.scope():``, which sets the context's own
 precision and restores the previous value on exit, so precision never leaks between calls.
@@ -78,6 +84,14 @@ def _as_fmpq(v) -> flint.fmpq:
     raise TypeError(f"not an exact rational: {v!r}")
 
 
+def _interval_ends(lo, hi) -> tuple[flint.fmpq, flint.fmpq]:
+    """``lo, hi`` as exact rationals, checked ``lo <= hi``."""
+    lo, hi = _as_fmpq(lo), _as_fmpq(hi)
+    if lo > hi:
+        raise ValueError(f"empty interval [{lo}, {hi}]")
+    return lo, hi
+
+
 class Context:
     """Shared interface.  Subclasses provide the number type and the elementary functions."""
 
@@ -114,6 +128,20 @@ class Context:
         """
         memo = {} if memo is None else memo
         return _SympyEvaluator(self, memo, env or {}).value(expr)
+
+    def interval(self, lo, hi):
+        """A number of this context for the closed interval ``[lo, hi]`` (exact rationals,
+        ``lo <= hi``).  Rigorous contexts return an enclosure (every point of ``[lo, hi]`` lies
+        in it); see each context for what it returns."""
+        raise NotImplementedError
+
+    def upper(self, x):
+        """An upper bound of ``x`` (of every value ``x`` stands for), as a number of this context."""
+        raise NotImplementedError
+
+    def lower(self, x):
+        """A lower bound of ``x`` (of every value ``x`` stands for), as a number of this context."""
+        raise NotImplementedError
 
     @property
     def zero(self):
@@ -251,6 +279,22 @@ class ExactContext(Context):
                 return flint.fmpq(rp, rq)
         raise ExactUnsupported("exact context cannot evaluate an irrational sqrt")
 
+    def interval(self, lo, hi):
+        """The exact number ``lo`` when ``lo == hi``; a rational cannot stand for a longer
+        interval, so ``lo < hi`` raises :class:`ExactUnsupported` (like any operation whose result
+        is not one rational)."""
+        lo, hi = _interval_ends(lo, hi)
+        if lo != hi:
+            raise ExactUnsupported(f"the exact context has no number for the interval [{lo}, {hi}]")
+        return lo
+
+    def upper(self, x):
+        """``x`` itself (an exact number is its own bound)."""
+        return x
+
+    def lower(self, x):
+        return x
+
     def to_str(self, x, digits=20):
         return f"{x.p}/{x.q}" if x.q != 1 else str(x.p)
 
@@ -269,6 +313,16 @@ class BallContext(Context):
         if prec < 2:
             raise ValueError("precision must be at least 2 bits")
         self.prec = int(prec)
+        # exact balls, valid at every precision: the forward pass asks for them in its inner loops
+        self._zero, self._one = flint.arb(0), flint.arb(1)
+
+    @property
+    def zero(self):
+        return self._zero
+
+    @property
+    def one(self):
+        return self._one
 
     @contextlib.contextmanager
     def scope(self):
@@ -325,6 +379,23 @@ class BallContext(Context):
 
     def min(self, a, b):
         return a.min(b)
+
+    def interval(self, lo, hi):
+        """A ball containing every point of ``[lo, hi]`` (the union of the balls of ``lo`` and
+        ``hi``, rounded outwards at this precision)."""
+        lo, hi = _interval_ends(lo, hi)
+        with self.scope():
+            return flint.arb(lo).union(flint.arb(hi))
+
+    def upper(self, x):
+        """The exact upper endpoint of the ball (a radius-0 ball, rounded up at this precision)."""
+        with self.scope():
+            return flint.arb(x.upper())
+
+    def lower(self, x):
+        """The exact lower endpoint of the ball (rounded down at this precision)."""
+        with self.scope():
+            return flint.arb(x.lower())
 
     def lt(self, a, b):
         if a < b:
@@ -420,6 +491,20 @@ class MPContext(Context):
     def pow(self, x, e):
         return x**e
 
+    def interval(self, lo, hi):
+        """The midpoint ``(lo + hi) / 2`` rounded to this context: a representative point, *not*
+        an enclosure (this context is evidence, never a proof)."""
+        lo, hi = _interval_ends(lo, hi)
+        return self.convert((lo + hi) / 2)
+
+    def upper(self, x):
+        """``x`` itself (a point: not a rigorous bound)."""
+        return x
+
+    def lower(self, x):
+        """``x`` itself (a point: not a rigorous bound)."""
+        return x
+
     def to_str(self, x, digits=20):
         return self._mp.nstr(x, digits)
 
@@ -439,6 +524,9 @@ class FPContext(Context):
             return math.inf if (p > 0) == (q > 0) else -math.inf
 
     def _convert_native(self, v):
+        # reached for context numbers only: ``convert`` refuses a float as an *input* before this
+        if isinstance(v, float):
+            return v
         raise TypeError(f"cannot convert {type(v).__name__} to float")
 
     def exp(self, x):
@@ -499,6 +587,20 @@ class FPContext(Context):
         if math.isnan(a) or math.isnan(b):
             return None
         return a <= b
+
+    def interval(self, lo, hi):
+        """The midpoint ``(lo + hi) / 2`` rounded to this context: a representative point, *not*
+        an enclosure (this context is evidence, never a proof)."""
+        lo, hi = _interval_ends(lo, hi)
+        return self.convert((lo + hi) / 2)
+
+    def upper(self, x):
+        """``x`` itself (a point: not a rigorous bound)."""
+        return x
+
+    def lower(self, x):
+        """``x`` itself (a point: not a rigorous bound)."""
+        return x
 
     def to_str(self, x, digits=17):
         return repr(x)

@@ -238,6 +238,21 @@ class TaylorContext(Context):
             return TM(self, v)
         raise TypeError(f"cannot convert {type(v).__name__} to a Taylor model")
 
+    def interval(self, lo, hi) -> TM:
+        """A constant model (no gradient) whose ball encloses ``[lo, hi]`` (exact rationals,
+        ``lo <= hi``): the same value at every point of the box."""
+        return TM(self, self.ball.interval(lo, hi))
+
+    def upper(self, x) -> TM:
+        """A constant model: the exact upper end of ``x``'s range over the box."""
+        x = self.convert(x)
+        return TM(self, self.ball.upper(x.range()))
+
+    def lower(self, x) -> TM:
+        """A constant model: the exact lower end of ``x``'s range over the box."""
+        x = self.convert(x)
+        return TM(self, self.ball.lower(x.range()))
+
     def inputs(self) -> list[TM]:
         """The coordinates ``x_i = x0_i + delta_i`` as models."""
         d = len(self.x0)

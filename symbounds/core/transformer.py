@@ -24,12 +24,18 @@ decided by three-valued comparisons (raising :class:`~symbounds.contexts.Undecid
 Attention heads whose scores cannot depend on the input (their ``W_Q`` and ``W_K`` read only rows
 that no input can reach, found by propagating a dependency mask through the weights) have their
 attention matrices computed once per context and precision and reused for every input.
+
+``forward(ctx, model, Z_k, start=k, stop=m)`` runs only the layers ``k..m-1`` from a given state
+(e.g. one returned by ``forward(ctx, model, x, stop=k)``), so a construction can inspect a network
+at an intermediate stage without a second evaluator.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
+import flint
 import sympy
 
 from .contexts import Context
@@ -277,7 +283,8 @@ def _matmul(ctx: Context, A, B):
 class Trace:
     """Intermediate values of one forward pass (all in the context's numbers).
 
-    ``Z[i]`` is the input of layer ``i`` (``Z[0]`` the embedding, ``Z[-1]`` the final state),
+    ``Z[i]`` is the input of layer ``start + i`` (for a full pass ``Z[0]`` is the embedding),
+    ``Z[-1]`` the final state,
     ``attention[i][h]`` the ``n x n`` matrix ``pi_h`` of attention layer ``i``, and
     ``preactivation[i]`` the hidden ``W1 Z + b1`` of feed-forward layer ``i``.
     """
@@ -310,37 +317,85 @@ def embed(ctx: Context, model: Transformer, x) -> list:
         return Z
 
 
-def forward(ctx: Context, model: Transformer, x, trace: bool = False):
-    """Evaluate ``model`` at ``x`` in ``ctx``; returns the readout (or the final ``Z`` for a model
-    without readout), and with ``trace=True`` also a :class:`Trace`.
+def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: int | None = None,
+            stop: int | None = None):
+    """Evaluate ``model`` at ``x`` in ``ctx``, or only its layers ``start <= i < stop``.
 
-    Without a trace, work that cannot depend on ``x`` is done once per context and precision (the
-    affine prefix, input-independent heads) and attention rows that the readout cannot see are
-    skipped; with a trace every layer is evaluated in full, so claims read the network itself."""
+    With ``start`` omitted, ``x`` is the model input (a vector for vector models, embedded as
+    ``Z_0 = base + E x``; a ``D x n`` token matrix for token models) and the layers run from the
+    first.  With ``start = k`` (``0 <= k <= L``), ``x`` is the state ``Z_k``, the ``D x n`` input
+    of layer ``k`` -- e.g. the ``Z`` an earlier slice returned; no embedding is applied.  Entries
+    of a state may be exact numbers (int, Fraction, fmpq, SymPy) or numbers of ``ctx``.  ``stop``
+    (default ``L``) ends the slice, so for every ``k``::
+
+        forward(ctx, m, forward(ctx, m, x, stop=k), start=k) == forward(ctx, m, x)
+
+    exactly in the exact context; in balls both sides enclose the same value.
+
+    Returns the readout ``Z_L[row, column]`` when the slice runs to the last layer and the model
+    has a readout, else the state ``Z_stop`` (a ``D x n`` list of lists); with ``trace=True`` also
+    a :class:`Trace` whose ``Z[0]`` is the slice's first state (attention matrices and
+    preactivations keyed by the absolute layer index).
+
+    Shortcuts (each an exact rewriting of the same function, never a change of the value):
+
+    * the *affine prefix* (the leading layers that are affine in ``x``, composed once per context
+      and precision as ``F_0 + sum_i x_i F_i``) is used only from the model input, without a
+      trace, when the slice covers the whole prefix;
+    * *input-independent heads* (attention matrices and outputs cached per context and
+      precision) are used only from the model input: a state given mid-network need not be one
+      the model produces, so a slice with ``start`` recomputes every head;
+    * *readout pruning* (only the readout's column is evaluated from the last attention layer on)
+      applies only when the slice ends at the last layer, without a trace;
+    * heads with ``W_O W_V = 0`` contribute exactly ``0`` and are skipped (with a trace their
+      attention matrix is still computed and recorded), and ReLU pairs computing a linear function
+      are evaluated as that linear map (see ``_ffn``): both hold for every state.
+    """
+    L = len(model.layers)
+    first = 0 if start is None else start
+    stop = L if stop is None else stop
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (first, stop)) or not 0 <= first <= stop <= L:
+        raise ValueError(f"layer slice [{start}, {stop}) is not inside [0, {L}]")
     num = model.numeric(ctx)
-    const = model.constant_heads()
+    silent = model._analyse()[3]
+    const = model.constant_heads() if start is None else {}
     tr = Trace() if trace else None
-    start = 0
-    needed = _needed_rows(model) if tr is None else {}
+    readout = model.readout if stop == L else None
+    needed = _needed_rows(model) if tr is None and readout is not None else {}
     with ctx.scope():
-        if tr is None and model.input == "vector" and model.affine_prefix() > 0:
-            start = model.affine_prefix()
-            Z = _affine_prefix_value(ctx, model, num, start, x)
-        else:
+        prefix = model.affine_prefix() if start is None and tr is None and model.input == "vector" else 0
+        if 0 < prefix <= stop:
+            first = prefix
+            Z = _affine_prefix_value(ctx, model, num, prefix, x)
+        elif start is None:
             Z = embed(ctx, model, x)
-        for i, layer in enumerate(num.layers):
-            if i < start:
-                continue
+        else:
+            Z = _state(ctx, model, x)
+        for i in range(first, stop):
+            layer = num.layers[i]
             if tr is not None:
                 tr.Z.append(Z)
             if layer[0] == "attention":
-                Z = _attention(ctx, num, i, layer, Z, const, tr, needed.get(i))
+                Z = _attention(ctx, num, i, layer, Z, const, tr, needed.get(i), silent)
             else:
                 Z = _ffn(ctx, i, layer, Z, tr, needed.get(i))
         if tr is not None:
             tr.Z.append(Z)
-        out = Z if model.readout is None else Z[model.readout.row][model.readout.column]
+        out = Z if readout is None else Z[readout.row][readout.column]
     return (out, tr) if trace else out
+
+
+def _state(ctx: Context, model: Transformer, Z) -> list:
+    """A ``D x n`` state in ``ctx`` numbers (exact entries converted, context numbers kept)."""
+    try:
+        rows = [list(r) for r in Z]
+    except TypeError:
+        rows = []
+    if len(rows) != model.width or len({len(r) for r in rows}) != 1:
+        raise ValueError(f"a state must be a {model.width} x n matrix")
+    exact = (int, Fraction, flint.fmpq, flint.fmpz, sympy.Basic)
+    conv = lambda v: ctx.convert(v) if isinstance(v, exact) else ctx._convert_native(v)
+    return [[conv(v) for v in r] for r in rows]
 
 
 def _needed_rows(model: Transformer) -> dict:
@@ -442,12 +497,16 @@ def _head_output(ctx, pi, WV, WO, Z):
     return [(r, crow) for r, crow in enumerate(_matmul(ctx, WO, A)) if any(not ctx.is_zero(v) for v in WO[r])]
 
 
-def _attention(ctx, num, i, layer, Z, const, tr, rows=None):
+def _attention(ctx, num, i, layer, Z, const, tr, rows=None, silent=frozenset()):
     _, kind, skip, tau, heads = layer
     out = _skip_part(ctx, skip, Z)
     pis = []
     for h, (WQ, WK, WV, WO) in enumerate(heads):
         key = (i, h)
+        if key in silent:  # W_O W_V = 0: W_O sum_k pi_jk W_V z_k = 0 whatever pi is
+            if tr is not None:
+                pis.append(_attention_matrix(ctx, kind, tau, WQ, WK, Z))
+            continue
         pi = num.attention_cache.get(key) if const.get(key) else None
         if pi is None:
             pi = _attention_matrix(ctx, kind, tau, WQ, WK, Z, None if const.get(key) else rows)
@@ -569,9 +628,11 @@ def _linear_pairs(layer: FeedForward) -> list[tuple[int, int]]:
 
 
 def _analyse(model: Transformer) -> tuple:
-    """(input-independent heads, length of the affine prefix, dependency mask after it)."""
+    """(input-independent heads, length of the affine prefix, dependency mask after it, silent
+    heads)."""
+    silent = _silent_heads(model)
     if model.input == "tokens":
-        return {}, 0, None  # every token is input
+        return {}, 0, None, silent  # every token is input
     emb = model.embedding
     D, n = shape(emb.base)
     dep = [[False] * n for _ in range(D)]
@@ -616,4 +677,29 @@ def _analyse(model: Transformer) -> tuple:
             dep = new
         if affine:
             prefix, affine_dep = i + 1, [list(row) for row in dep]
-    return const, prefix, affine_dep
+    return const, prefix, affine_dep, silent
+
+
+
+def _silent_heads(model: Transformer) -> frozenset:
+    """``{(layer, head)}`` whose ``W_O W_V`` is exactly zero (the head's output is 0 for every
+    attention matrix), decided on the exact weights: each inner index ``a`` has a zero column
+    ``W_O[:, a]`` or a zero row ``W_V[a, :]``, or (rational weights) the product is 0."""
+    nz = lambda v: not _is_exact_zero(v)
+    out = set()
+    for i, layer in enumerate(model.layers):
+        if not isinstance(layer, Attention):
+            continue
+        for h, head in enumerate(layer.heads):
+            WV, WO = head.W_V, head.W_O
+            live = [a for a in range(len(WV)) if any(nz(v) for v in WV[a]) and any(nz(row[a]) for row in WO)]
+            if not live:
+                out.add((i, h))
+                continue
+            entries = [v for m in (WV, WO) for row in m for v in row]
+            if all(isinstance(v, (int, Fraction)) for v in entries) and all(
+                sum((Fraction(orow[a]) * Fraction(WV[a][c]) for a in live), Fraction(0)) == 0
+                for orow in WO for c in range(len(WV[0]))
+            ):
+                out.add((i, h))
+    return frozenset(out)

@@ -39,7 +39,7 @@ from fractions import Fraction
 
 from ...core.claims import conclude
 from ...core.contexts import BallContext, ExactContext
-from ...core.transformer import Attention, FeedForward, Transformer
+from ...core.transformer import Attention, FeedForward, Transformer, forward
 from . import construction as al
 from .claims import CLAIMS
 from .dataset import Dataset
@@ -115,97 +115,20 @@ def build_softmax(ds: Dataset, tau=Fraction(1, 64), seed: int = 0) -> al.Constru
 
 
 # ------------------------------------------------------------------------------------------
-# ball evaluation (same semantics as transformer.forward; skips heads with W_O W_V = 0, whose
-# contribution sum_l pi_il * 0 is exactly 0 whatever the attention weights)
+# evaluation: the generic forward pass, on the tokens as columns
 
 
-class _Compiled:
-    def __init__(self, ctx, model):
-        cv = ctx.convert
-        mat = lambda m: [[cv(v) for v in row] for row in m]
-        self.layers = []
-        for layer in model.layers:
-            if isinstance(layer, Attention):
-                heads = []
-                for h in layer.heads:
-                    OV = [[sum((Fraction(h.W_O[r][a]) * Fraction(h.W_V[a][c]) for a in range(len(h.W_V))), Fraction(0))
-                           for c in range(len(h.W_V[0]))] for r in range(len(h.W_O))]
-                    if all(v == 0 for row in OV for v in row):
-                        continue
-                    heads.append((mat(h.W_Q), mat(h.W_K), mat(OV)))
-                tau = None if layer.tau is None else cv(layer.tau)
-                self.layers.append(("sa", layer.kind, cv(layer.skip), tau, heads))
-            else:
-                self.layers.append(("ff", mat(layer.W1), [cv(v) for v in layer.b1], mat(layer.W2),
-                                    [cv(v) for v in layer.b2], cv(layer.skip)))
+def ball_forward(ctx, model: Transformer, X, upto: int | None = None, start: int = 0):
+    """Tokens (rows) of one sequence through layers ``start..upto-1``, in ``ctx`` numbers: the
+    generic :func:`~symbounds.core.transformer.forward` on the ``d x n`` matrix of columns ``X^T``
+    (``X`` holds exact numbers, or ``ctx`` numbers when ``start > 0``)."""
+    Z = forward(ctx, model, _columns(X), start=start, stop=upto)
+    return _columns(Z)
 
 
-def _mv(ctx, M, x):
-    out = []
-    for row in M:
-        acc = ctx.zero
-        for a, v in zip(row, x):
-            if not ctx.is_zero(a):
-                acc = acc + a * v
-        out.append(acc)
-    return out
-
-
-def _ff(ctx, L, X):
-    _, W1, b1, W2, b2, eta = L
-    out = []
-    for x in X:
-        h = [ctx.relu(v + b) for v, b in zip(_mv(ctx, W1, x), b1)]
-        y = [v + b for v, b in zip(_mv(ctx, W2, h), b2)]
-        if not ctx.is_zero(eta):
-            y = [a + eta * b for a, b in zip(y, x)]
-        out.append(y)
-    return out
-
-
-def _sa(ctx, L, X):
-    _, kind, rho, tau, heads = L
-    out = [[rho * v for v in x] if not ctx.is_zero(rho) else [ctx.zero] * len(x) for x in X]
-    for WQ, WK, OV in heads:
-        Q = [_mv(ctx, WQ, x) for x in X]
-        Kk = [_mv(ctx, WK, x) for x in X]
-        V = [_mv(ctx, OV, x) for x in X]
-        for i, q in enumerate(Q):
-            scores = []
-            for k in Kk:
-                s = ctx.zero
-                for a, b in zip(q, k):
-                    s = s + a * b
-                scores.append(s if tau is None else s / tau)
-            if kind == "softmax":
-                m = ctx.shift_point(scores)
-                e = [ctx.exp(s - m) for s in scores]
-                tot = e[0]
-                for v in e[1:]:
-                    tot = tot + v
-                pi = [v / tot for v in e]
-            else:
-                win = ctx.argmax_set(scores)
-                pi = [ctx.zero] * len(scores)
-                for k in win:
-                    pi[k] = ctx.one / len(win)
-            for r in range(len(out[i])):
-                acc = ctx.zero
-                for p, v in zip(pi, V):
-                    acc = acc + p * v[r]
-                out[i][r] = out[i][r] + acc
-    return out
-
-
-def ball_forward(ctx, model: Transformer, X, upto: int | None = None, compiled=None, start: int = 0):
-    """Tokens (rows) of one sequence through layers ``start..upto-1``, in ``ctx`` numbers (``X`` is
-    exact when ``start = 0``, else already a list of rows of ``ctx`` numbers)."""
-    comp = compiled or _Compiled(ctx, model)
-    with ctx.scope():
-        Z = [[ctx.convert(v) for v in x] for x in X] if start == 0 else X
-        for L in comp.layers[start:upto]:
-            Z = _ff(ctx, L, Z) if L[0] == "ff" else _sa(ctx, L, Z)
-    return Z
+def _columns(X) -> list:
+    """The transpose of a list of rows."""
+    return [list(c) for c in zip(*X)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -249,15 +172,19 @@ def _segments_exact(con) -> tuple[bool, str]:
     return True, ""
 
 
-def _place_tokens(ctx, comp, con, model) -> tuple[str, str]:
+def _line_states(ctx, con, model) -> list:
+    """The ``d x n_j`` state of every sequence after the line layer (input of layer ``line``)."""
+    return [forward(ctx, model, _columns(X), stop=con.stages["line"]) for X in con.dataset.inputs]
+
+
+def _place_tokens(ctx, con, states) -> tuple[str, str]:
     """Part 1 in one precision: ``("proved" | "refuted" | "undecided", note)``."""
-    ds, clusters, o = con.dataset, con.notes["clusters"], con.notes["o"]
+    clusters, o = con.notes["clusters"], con.notes["o"]
     with ctx.scope():
-        for j, X in enumerate(ds.inputs):
-            Z = ball_forward(ctx, model, X, con.stages["line"], comp)
+        for j, Zj in enumerate(states):
             own = [cl for cl in clusters if cl["sequence"] == j]
             hit = [False] * len(own)
-            for t, z in enumerate(Z):
+            for t, z in enumerate(_columns(Zj)):
                 for r, (zr, orr) in enumerate(zip(z[1:], o[1:])):
                     diff = zr - ctx.convert(orr)
                     if not ctx.is_zero(diff):
@@ -277,14 +204,15 @@ def _place_tokens(ctx, comp, con, model) -> tuple[str, str]:
     return "proved", ""
 
 
-def _final_distances(ctx, comp, con, model):
-    """(max over tokens of the sup-distance to the nearest target, as text; first refutation or "")."""
+def _final_distances(ctx, con, model, states):
+    """(max over tokens of the sup-distance to the nearest target, as text; first refutation or "").
+    The layers after the line layer run from the ``states`` already computed."""
     ds = con.dataset
     away = ""
     with ctx.scope():
         worst = ctx.zero
-        for j, (X, Y) in enumerate(zip(ds.inputs, ds.targets)):
-            for t, z in enumerate(ball_forward(ctx, model, X, None, comp)):
+        for j, (Zj, Y) in enumerate(zip(states, ds.targets)):
+            for t, z in enumerate(_columns(forward(ctx, model, Zj, start=con.stages["line"]))):
                 dist = None
                 for y in Y:
                     dd = ctx.zero
@@ -306,8 +234,8 @@ def certify_softmax(con, prec: int = 256, max_prec: int = 4096, model: Transform
     p = prec
     while True:
         ctx = BallContext(p)
-        comp = _Compiled(ctx, model)
-        status, problem = _place_tokens(ctx, comp, con, model)
+        states = _line_states(ctx, con, model)
+        status, problem = _place_tokens(ctx, con, states)
         if status != "undecided" or p * 2 > max_prec:
             break
         p *= 2
@@ -315,7 +243,7 @@ def certify_softmax(con, prec: int = 256, max_prec: int = 4096, model: Transform
     seg_ok, seg_note = _segments_exact(con)
     # the plain ball evaluation to the end: radius > 0 on snapped tokens (the dependency problem),
     # but it can refute: a token certainly away from every target of its sequence
-    worst, away = _final_distances(ctx, comp, con, model)
+    worst, away = _final_distances(ctx, con, model, states)
     exact = placed and seg_ok
     holds = {"proved": True, "refuted": False, "undecided": None}
     cl = [

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-import flint
 import sympy
 from sympy import Integer, Rational
 
 from ....core.claims import Measured, load_claims
-from ....core.contexts import BallContext, Context
+from ....core.contexts import Context
 from ....core.exact import as_fraction as _F
 from ....core.expr import variables
 
@@ -39,13 +38,12 @@ MANIFOLD_CLAIMS = load_claims(Path(__file__).with_name("claims.toml"))
 
 
 def _sqrt_upper(ctx: Context, s):
-    """sqrt of a sum of squares, as an upper bound.  A ball of squares around 0 reaches below 0,
-    where Arb's sqrt is NaN (and ``t**2`` of a ball around 0 is NaN too: write ``t*t``); the
-    square root of its exact upper endpoint is a valid upper bound."""
-    if isinstance(ctx, BallContext):
-        with ctx.scope():
-            return ctx.sqrt(abs(s).upper())
-    return ctx.sqrt(ctx.max(ctx.zero, s))
+    """sqrt of a sum of squares ``s >= 0``, as an upper bound: ``sqrt(upper(max(0, s)))``.  A ball
+    of squares around 0 reaches below 0, where Arb's sqrt is NaN (and ``t**2`` of a ball around 0
+    is NaN too: write ``t*t``); the square root of the exact upper end of ``max(0, s)`` bounds the
+    true ``sqrt(s)`` from above (in mp / fp, ``upper`` is the value itself)."""
+    with ctx.scope():
+        return ctx.sqrt(ctx.upper(ctx.max(ctx.zero, s)))
 
 
 # ------------------------------------------------------------------------------------------
@@ -126,10 +124,7 @@ class ManifoldDomain:
         for i in range(n):
             a = self.q0 + (1 - self.q0) * Fraction(i, n)
             b = self.q0 + (1 - self.q0) * Fraction(i + 1, n)
-            if isinstance(ctx, BallContext):
-                Qi = flint.arb(flint.fmpq(a.numerator, a.denominator)).union(flint.arb(flint.fmpq(b.numerator, b.denominator)))
-            else:
-                Qi = ctx.convert((a + b) / 2)
+            Qi = ctx.interval(a, b)  # a ball enclosing [a, b]; the midpoint in mp / fp
             chord2 = ctx.zero
             for r, k in harm:
                 s = ctx.sin(pi * Qi * ctx.rational(k, 2))
