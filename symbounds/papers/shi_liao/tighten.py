@@ -51,6 +51,7 @@ import sympy
 from ...core.boxes import CertifyOptions, certify_model
 from ...core.claims import Scope, decide
 from ...core.contexts import BallContext
+from ...core.exact import decimal_up
 from ...core.modelfile import model_to_json
 from .certificate import certify_instance
 from .claims import measure_assumptions
@@ -268,7 +269,7 @@ def _domain(inst: Instance, constant: str, value, opts: TightenOptions) -> tuple
     if res.counterexample is not None:
         return FAIL, {"x": list(res.counterexample["x"]), "error": res.counterexample["error"]}
     if res.verdict == "proved":
-        return PASS, {"boxes": len(res.boxes), "max_bound": exact_text(res.max_bound)}
+        return PASS, {"boxes": len(res.boxes), "max_bound": decimal_up(res.max_bound)}
     if res.verdict == "refuted":  # an assumption on the target failed
         return FAIL, {"note": "an assumption on the target is refuted"}
     return UNDECIDED, {"undecided_boxes": len(res.undecided), "boxes_proved": len(res.boxes)}
@@ -359,7 +360,7 @@ def _search(res: Tightened, ev, paper: Fraction, integer: bool, R: Fraction, opt
     while not integer and scan[-1].status == PASS and len(scan) <= opts.max_scan:
         scan.append(ev(round_sig(scan[-1].value / 2, 4)))
     res.scan = scan
-    for upper, lower in zip(scan, scan[1:]):
+    for upper, lower in itertools.pairwise(scan):
         if upper.status != PASS and lower.status == PASS:
             res.flips.append((upper, lower))
     passing = [i for i, o in enumerate(scan) if o.status == PASS]
@@ -369,7 +370,7 @@ def _search(res: Tightened, ev, paper: Fraction, integer: bool, R: Fraction, opt
     p = passing[-1]
     if p == len(scan) - 1:
         res.minimum, res.minimum_outcome = scan[p].value, scan[p]
-        res.note = "still passes at the lowest value tried"
+        res.note = "the coarsest grid (m = 2) passes" if integer else "still passes at the lowest value tried"
         return
     hi, lo = scan[p].value, scan[p + 1].value
     # 2. bisection, then the step below the candidate minimum, until that step fails
@@ -445,7 +446,7 @@ def tighten_map(inst: Instance, Mg_values: list, M_values: list, opts: TightenOp
                 if r.counterexample is not None:
                     status, ev = FAIL, {"x": list(r.counterexample["x"]), "error": r.counterexample["error"]}
                 elif r.verdict == "proved":
-                    status, ev = PASS, {"max_bound": exact_text(r.max_bound)}
+                    status, ev = PASS, {"max_bound": decimal_up(r.max_bound)}
                 else:
                     status, ev = (FAIL if r.verdict == "refuted" else UNDECIDED), {}
             except (ArithmeticError, ZeroDivisionError) as e:
