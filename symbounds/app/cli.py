@@ -28,12 +28,12 @@ from ..papers import shi_liao as sl
 from ..papers.alcalde.dataset import DatasetError, load_dataset, random_dataset
 from ..papers.alcalde.run import InterpOptions
 from ..papers.alcalde.run import run as interp_run
+from ..papers.shi_liao import tighten as tg
 from ..papers.shi_liao.certificate import certify_instance
 from ..papers.shi_liao.rate import add_rate_arguments, run_rate
 from ..papers.shi_liao.run import PouOptions
 from ..papers.shi_liao.run import run as pou_run
 from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
-from ..papers.shi_liao import tighten as tg
 from .args import (
     Bar,
     Parser,
@@ -46,7 +46,14 @@ from .args import (
 )
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
-from .report import interp_json, interp_text, pou_json, pou_text, tighten_json, tighten_text
+from .report import (
+    interp_json,
+    interp_text,
+    pou_json,
+    pou_text,
+    tighten_json,
+    tighten_text,
+)
 
 __all__ = ["main"]
 
