@@ -306,7 +306,8 @@ def add_tighten_arguments(t) -> None:
     t.add_argument("--max-boxes", type=int, default=200_000, help="domain: boxes before a value is undecided")
     t.add_argument("--map", action="store_true",
                    help="also a grid of (M_g, M) pairs (with --what M,Mg --criterion domain)")
-    t.add_argument("--map-steps", type=int, default=6, help="--map: values paper/2^k, k < this, per axis (default 6)")
+    t.add_argument("--map-steps", type=int, default=8,
+                   help="--map: values per axis, from the derived value down to half the minimum, log-spaced (default 8)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -350,8 +351,9 @@ def _tighten(args) -> int:
             results = tg.tighten_all(inst, what, criteria, opts, lambda done, total, label: bar(done, total, label))
             checks = tg.consistency(inst, results, opts)
             if args.map:
-                Mg_v = tg.map_values(tg.paper_value(inst, "Mg")[0], args.map_steps)
-                M_v = tg.map_values(tg.paper_value(inst, "M")[0], args.map_steps)
+                lowest = {r.constant: r.minimum for r in results}
+                Mg_v = tg.map_values(tg.paper_value(inst, "Mg")[0], lowest.get("Mg"), args.map_steps)
+                M_v = tg.map_values(tg.paper_value(inst, "M")[0], lowest.get("M"), args.map_steps)
                 cells = tg.tighten_map(inst, Mg_v, M_v, opts, lambda done, total, label: bar(done, total, label))
                 grid_map = {"Mg_values": [tg.exact_text(v) for v in Mg_v], "M_values": [tg.exact_text(v) for v in M_v],
                             "cells": cells}

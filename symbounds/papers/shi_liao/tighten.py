@@ -112,15 +112,12 @@ class Tightened:
     below: object = None  # one resolution step under the minimum
     below_outcome: Outcome | None = None
     scan: list = field(default_factory=list)  # Outcomes of the logarithmic scan, largest value first
-    bisection: list = field(default_factory=list)  # Outcomes of the bisection, in order
+    bisection: list = field(default_factory=list)  # every later evaluation, in order (bisection, steps below)
     flips: list = field(default_factory=list)  # non-monotone flips: (failing value, passing value below)
     undecided: list = field(default_factory=list)  # values that neither passed nor failed
     note: str = ""
     seconds: float = 0.0
-
-    @property
-    def evaluations(self) -> int:
-        return 1 + len(self.scan) + len(self.bisection) + (self.below_outcome is not None)
+    evaluations: int = 0
 
     @property
     def slack(self) -> Fraction | None:
@@ -327,9 +324,12 @@ def tighten(inst: Instance, constant: str, criterion: str, opts: TightenOptions 
     res = Tightened(constant, criterion, paper, paper_text, None)
     try:
         res.paper_outcome = ev(None)
-        _search(res, ev, paper, integer, R, opts)
+        _search(res, ev, cache, paper, integer, R, opts)
     except _Budget:
         res.note = (res.note + " " if res.note else "") + f"stopped after {opts.max_evaluations} evaluations"
+    scanned = {o.value for o in res.scan}
+    res.bisection = [o for v, o in cache.items() if v is not None and v not in scanned]
+    res.evaluations = len(cache)
     res.undecided = [o for v, o in cache.items() if v is not None and o.status == UNDECIDED]
     res.undecided.sort(key=lambda o: o.value, reverse=True)
     res.seconds = time.perf_counter() - t0
@@ -340,7 +340,8 @@ class _Budget(Exception):
     pass
 
 
-def _search(res: Tightened, ev, paper: Fraction, integer: bool, R: Fraction, opts: TightenOptions) -> None:
+def _search(res: Tightened, ev, cache: dict, paper: Fraction, integer: bool, R: Fraction,
+            opts: TightenOptions) -> None:
     # 1. the logarithmic scan
     if integer:
         v0 = int(paper)
@@ -378,7 +379,6 @@ def _search(res: Tightened, ev, paper: Fraction, integer: bool, R: Fraction, opt
         while (hi - 1 > lo) if integer else (hi * (1 - R) > lo):
             mid = (hi + lo) // 2 if integer else _between(lo, hi)
             o = ev(mid)
-            res.bisection.append(o)
             if o.status == PASS:
                 hi = mid
             else:
@@ -397,9 +397,8 @@ def _search(res: Tightened, ev, paper: Fraction, integer: bool, R: Fraction, opt
             return
         # a pass one step below: non-monotone; go on below it
         res.flips.append((ev(lo), ob))  # lo failed, the step below it passes
-        res.bisection.append(ob)
         hi = below
-        lower = [v for v, o in _evaluated(res) if v is not None and v < hi and o.status != PASS]
+        lower = [v for v, o in cache.items() if v is not None and v < hi and o.status != PASS]
         if lower:
             lo = max(lower)
         else:
@@ -410,11 +409,6 @@ def _search(res: Tightened, ev, paper: Fraction, integer: bool, R: Fraction, opt
                     res.note = "the coarsest grid (m = 2) passes"
                     return
                 hi, lo = lo, (lo // 2 if integer else round_sig(lo / 2, 4))
-
-
-def _evaluated(res: Tightened):
-    for o in res.scan + res.bisection:
-        yield o.value, o
 
 
 def tighten_all(inst: Instance, what: list[str], criteria: list[str], opts: TightenOptions | None = None,
@@ -498,6 +492,17 @@ def consistency(inst: Instance, results: list[Tightened], opts: TightenOptions |
     return out
 
 
-def map_values(paper: Fraction, steps: int) -> list[Fraction]:
-    """``paper / 2^k`` for ``k = 0..steps-1``, rounded to 3 digits (largest first)."""
-    return [round_sig(paper / 2**k, 3) for k in range(steps)]
+def map_values(paper: Fraction, lowest: Fraction | None, steps: int) -> list[Fraction]:
+    """``steps`` values from ``paper`` down to ``lowest / 2`` (``paper / 2^(steps-1)`` without a
+    ``lowest``), evenly spaced in log scale and rounded to 3 digits (largest first).  Floats only
+    place the grid points; every point is an exact rational evaluated on its own."""
+    bottom = Fraction(lowest) / 2 if lowest is not None else paper / 2 ** (steps - 1)
+    if steps == 1:
+        return [round_sig(paper, 3)]
+    ratio = (float(paper) / float(bottom)) ** (1 / (steps - 1))
+    out = []
+    for k in range(steps):
+        v = round_sig(Fraction(float(paper) / ratio**k), 3)
+        if v not in out:
+            out.append(v)
+    return out

@@ -255,3 +255,19 @@ def test_default_instance_acceptance(capsys, constant, flag):
         assert 50 < v < 300  # M = 50 fails and M = 300 passes on samples
     assert run_cli(capsys, "certify", "--quiet", flag, r["minimum"])[0] == 0
     assert run_cli(capsys, "certify", "--quiet", flag, tg.exact_text(v * Fraction(98, 100)))[0] == 1
+
+
+def test_map_of_M_and_Mg(capsys):
+    data = _tighten_json(capsys, "--what", "M,Mg", "--criterion", "domain", "--map", "--map-steps", "3", *INST)
+    grid = data["map"]
+    assert len(grid["cells"]) == len(grid["Mg_values"]) * len(grid["M_values"]) == 9
+    assert [Fraction(v) for v in grid["M_values"]] == sorted((Fraction(v) for v in grid["M_values"]), reverse=True)
+    # the lowest M is half the minimum (rounded), below it: a failure; each failure re-checked on the exact network
+    assert Fraction(grid["M_values"][-1]) < Fraction(data["results"][0]["minimum"])
+    inst = sl.Instance(eps=Fraction(1, 2))
+    fails = [c for c in grid["cells"] if c["status"] == "fail"]
+    assert fails
+    for c in fails[:2]:
+        _counterexample_check(inst, c["evidence"]["x"], sl.Instance(eps=Fraction(1, 2), M=c["M"], M_g=c["Mg"]))
+    # the pair (derived M_g, derived M), rounded to 3 digits, is the top left corner: it passes
+    assert grid["cells"][0]["status"] == "pass"
