@@ -290,6 +290,11 @@ def _pou(args) -> int:
 
 
 def add_tighten_arguments(t) -> None:
+    t.description = (
+        "For each constant (M, M_g, the grid), the other constants derived, the smallest value with which every "
+        "lemma and budget claim is still proved (proof) or sup |T - g| <= eps is still certified over the cube "
+        "(domain): a certified pass, with the value one resolution step below refuted (a claim, or a "
+        "counterexample point).  Exit 0 when every minimum has a refuted step below, 3 otherwise, 2 on bad input.")
     for flag, help_ in (("--d", "input dimension (default 1)"), ("--alpha", "Hoelder exponent in (0, 1] (default 1)"),
                         ("--holder", "Hoelder constant C_H > 0 (default 2)"), ("--bound", "sup-norm bound B > 0 (default 2)"),
                         ("--eps", "accuracy in (0, 1) (default 0.1)"),

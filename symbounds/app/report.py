@@ -1,10 +1,12 @@
-"""Text and JSON reports of ``symbounds pou`` and ``symbounds interp`` runs.
+"""Text and JSON reports of ``symbounds pou``, ``symbounds interp`` and ``symbounds tighten`` runs.
 
 The runs (:mod:`symbounds.papers.shi_liao.run`, :mod:`symbounds.papers.alcalde.run`) return
 results with numbers; this module is where they become text.
 """
 
 from __future__ import annotations
+
+import shlex
 
 from ..core.exact import decimal
 from ..core.version import __version__
@@ -183,7 +185,7 @@ def _value_text(v) -> str | None:
 def _instance_flags(inst) -> str:
     flags = f"--d {inst.d} --alpha {inst.alpha} --holder {inst.C_H} --bound {inst.B} --eps {inst.eps}"
     if inst.target is not None:
-        flags += f" --target '{inst.target}'"
+        flags += f" --target {shlex.quote(inst.target)}"
     return flags
 
 
