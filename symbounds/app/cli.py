@@ -24,6 +24,7 @@ from ..papers import shi_liao as sl
 from ..papers.alcalde.dataset import DatasetError, load_dataset, random_dataset
 from ..papers.alcalde.run import InterpOptions
 from ..papers.alcalde.run import run as interp_run
+from ..papers.shi_liao import tighten as tg
 from ..papers.shi_liao.certificate import certify_instance
 from ..papers.shi_liao.rate import add_rate_arguments, run_rate
 from ..papers.shi_liao.run import PouOptions
@@ -32,7 +33,14 @@ from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
 from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders, instance, number, point
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
-from .report import interp_json, interp_text, pou_json, pou_text
+from .report import (
+    interp_json,
+    interp_text,
+    pou_json,
+    pou_text,
+    tighten_json,
+    tighten_text,
+)
 
 __all__ = ["main"]
 
@@ -89,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("certificate", metavar="CERT.json")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    add_tighten_arguments(sub.add_parser(
+        "tighten", help="the smallest M, M_g or grid with which the network still certifies (proof, domain)"))
     add_rate_arguments(sub.add_parser(
         "rate", help="the generalisation bound of [SL26]: eps(n), P, parameters, covering number, risk"))
     s = sub.add_parser("sweep", help="a grid of instances (eps x d x targets) as one CSV/JSON table")
@@ -266,6 +276,96 @@ def _pou(args) -> int:
     return res.exit_code
 
 
+def add_tighten_arguments(t) -> None:
+    t.description = (
+        "For each constant (M, M_g, the grid), the other constants derived, the smallest value with which every "
+        "lemma and budget claim is still proved (proof) or sup |T - g| <= eps is still certified over the cube "
+        "(domain): a certified pass, with the value one resolution step below refuted (a claim, or a "
+        "counterexample point).  Exit 0 when every minimum has a refuted step below, 3 otherwise, 2 on bad input.")
+    for flag, help_ in (("--d", "input dimension (default 1)"), ("--alpha", "Hoelder exponent in (0, 1] (default 1)"),
+                        ("--holder", "Hoelder constant C_H > 0 (default 2)"), ("--bound", "sup-norm bound B > 0 (default 2)"),
+                        ("--eps", "accuracy in (0, 1) (default 0.1)"),
+                        ("--target", "target g as an expression in x1..xd (default: a 2-Lipschitz sine)")):
+        t.add_argument(flag, type=int if flag == "--d" else str, default=None, help=help_)
+    t.set_defaults(M=None, Mg=None)
+    t.add_argument("--what", default="M,Mg", help="comma-separated constants among M, Mg, grid (default M,Mg)")
+    t.add_argument("--criterion", default="both", choices=["proof", "domain", "both"],
+                   help="proof: every lemma and budget claim proved; domain: sup |T - g| <= eps certified over the "
+                        "cube; both (default; the grid has the domain criterion only)")
+    t.add_argument("--resolution", default="1/100", help="relative resolution R in (0, 1/2) (default 1/100)")
+    t.add_argument("--scan", type=int, default=10, help="halvings below the derived value scanned first (default 10)")
+    t.add_argument("--prec", type=int, default=128, help="ball precision in bits (default 128)")
+    t.add_argument("--max-boxes", type=int, default=200_000, help="domain: boxes before a value is undecided")
+    t.add_argument("--map", action="store_true",
+                   help="also a grid of (M_g, M) pairs (with --what M,Mg --criterion domain)")
+    t.add_argument("--map-steps", type=int, default=8,
+                   help="--map: values per axis, from the derived value down to half the minimum, log-spaced (default 8)")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _tighten(args) -> int:
+    what = [w.strip() for w in args.what.split(",") if w.strip()]
+    if not what:
+        raise UsageError("--what: name at least one constant (M, Mg, grid)")
+    for w in what:
+        if w not in tg.CONSTANTS:
+            raise UsageError(f"--what: unknown constant {w[:40]!r} (use M, Mg, grid)")
+    what = list(dict.fromkeys(what))
+    criteria = ["proof", "domain"] if args.criterion == "both" else [args.criterion]
+    for w in what:
+        if args.criterion != "both" and args.criterion not in tg.CRITERIA[w]:
+            raise UsageError(f"--criterion {args.criterion} has no meaning for {w}: the grid is fixed by the budget "
+                             "claims E0/E1 (every coarser grid refutes them); use --criterion domain")
+    R = number(args.resolution, "--resolution")
+    if not (0 < R < Fraction(1, 2)):
+        raise UsageError(f"--resolution {args.resolution}: must lie strictly between 0 and 1/2")
+    if not (1 <= args.scan <= 40):
+        raise UsageError(f"--scan {args.scan}: use between 1 and 40")
+    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    if not (1 <= args.max_boxes <= 10**8):
+        raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
+    if args.map and (sorted(what) != ["M", "Mg"] or args.criterion != "domain"):
+        raise UsageError("--map needs --what M,Mg --criterion domain")
+    if not (1 <= args.map_steps <= 16):
+        raise UsageError(f"--map-steps {args.map_steps}: use between 1 and 16")
+    inst = instance(args)
+    check_out_folders(args.out)
+    opts = tg.TightenOptions(resolution=R, scan=args.scan, prec=args.prec, max_prec=max(args.prec, 2048),
+                             max_boxes=args.max_boxes)
+    bar = Bar(args, "eval")
+    grid_map = None
+    try:
+        try:
+            sl.constants(inst)  # a grid above the token limit is bad input, before any work
+            results = tg.tighten_all(inst, what, criteria, opts, lambda done, total, label: bar(done, total, label))
+            checks = tg.consistency(inst, results, opts)
+            if args.map:
+                lowest = {r.constant: r.minimum for r in results}
+                Mg_v = tg.map_values(tg.paper_value(inst, "Mg")[0], lowest.get("Mg"), args.map_steps)
+                M_v = tg.map_values(tg.paper_value(inst, "M")[0], lowest.get("M"), args.map_steps)
+                cells = tg.tighten_map(inst, Mg_v, M_v, opts, lambda done, total, label: bar(done, total, label))
+                grid_map = {"Mg_values": [tg.exact_text(v) for v in Mg_v], "M_values": [tg.exact_text(v) for v in M_v],
+                            "cells": cells}
+        except ValueError as e:
+            raise UsageError(str(e).splitlines()[0]) from None
+    finally:
+        bar.close()
+    if args.json:
+        text = json.dumps(tighten_json(inst, results, checks, R, grid_map), indent=2)
+    else:
+        text = tighten_text(inst, results, checks, R, grid_map)
+    if args.out:
+        atomic_write(args.out, text + "\n")
+    if not args.out or args.json:
+        print(text)
+    done = all(r.minimum is not None and r.below_outcome is not None and r.below_outcome.status == "fail"
+               for r in results)
+    return 0 if done else 3
+
+
 #: ``--random`` limits: N * n tokens in all, and the dimension.
 INTERP_MAX_TOKENS = 2_000_000
 INTERP_MAX_D = 256
@@ -310,7 +410,7 @@ def main(argv=None) -> int:
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
-                    "interp": _interp, "latex": _latex, "plot": _plot}
+                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten}
         return commands[args.command](args)
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

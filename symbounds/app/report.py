@@ -1,4 +1,4 @@
-"""Text and JSON reports of ``symbounds pou`` and ``symbounds interp`` runs.
+"""Text and JSON reports of ``symbounds pou``, ``symbounds interp`` and ``symbounds tighten`` runs.
 
 The runs (:mod:`symbounds.papers.shi_liao.run`, :mod:`symbounds.papers.alcalde.run`) return
 results with numbers; this module is where they become text.
@@ -6,13 +6,16 @@ results with numbers; this module is where they become text.
 
 from __future__ import annotations
 
+import shlex
+
 from ..core.exact import decimal
 from ..core.version import __version__
 from ..papers import shi_liao as sl
 from ..papers.alcalde.run import InterpResult, thresholds
 from ..papers.shi_liao.run import PouResult
+from ..papers.shi_liao.tighten import Outcome, Tightened, exact_text, round_sig
 
-__all__ = ["pou_json", "pou_text", "interp_json", "interp_text"]
+__all__ = ["pou_json", "pou_text", "interp_json", "interp_text", "tighten_json", "tighten_text"]
 
 
 def _short(text: str, n: int = 100) -> str:
@@ -168,4 +171,142 @@ def interp_text(res: InterpResult) -> str:
     code = res.exit_code
     lines += ["", f"timings: {timing}",
               f"verdict: {_verdict_word(code)} (exact interpolation of every sequence: {'yes' if res.exact else 'no'})"]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# symbounds tighten
+
+
+def _value_text(v) -> str | None:
+    return None if v is None else exact_text(v)
+
+
+def _instance_flags(inst) -> str:
+    flags = f"--d {inst.d} --alpha {inst.alpha} --holder {inst.C_H} --bound {inst.B} --eps {inst.eps}"
+    if inst.target is not None:
+        flags += f" --target {shlex.quote(inst.target)}"
+    return flags
+
+
+def _recheck(inst, r: Tightened, v) -> str | None:
+    """The command that re-checks ``v`` by itself (None for the grid, which has no flag)."""
+    if v is None or r.constant == "grid":
+        return None
+    flag = {"M": "--M", "Mg": "--Mg"}[r.constant]
+    cmd = "certify" if r.criterion == "domain" else "pou"
+    return f"symbounds {cmd} {_instance_flags(inst)} {flag} {exact_text(v)}"
+
+
+def _outcome_json(o: Outcome | None) -> dict | None:
+    if o is None:
+        return None
+    return {"value": _value_text(o.value) if o.value is not None else "paper", "status": o.status,
+            "evidence": o.evidence, "seconds": round(o.seconds, 3)}
+
+
+def _slack_text(r: Tightened) -> str | None:
+    s = r.slack
+    if s is None:
+        return None
+    return exact_text(s) if r.constant == "grid" else exact_text(round_sig(s, 6))
+
+
+def tighten_json(inst, results: list[Tightened], checks: list[dict], resolution, grid_map: dict | None = None) -> dict:
+    out = {
+        "symbounds": __version__,
+        "command": "tighten",
+        "instance": inst.as_json(),
+        "resolution": exact_text(resolution),
+        "results": [],
+        "consistency": [],
+    }
+    for r in results:
+        entry = {
+            "constant": r.constant,
+            "criterion": r.criterion,
+            "paper": r.paper_text,
+            "paper_status": r.paper_outcome.status if r.paper_outcome else None,
+            "minimum": _value_text(r.minimum),
+            "below": _value_text(r.below),
+            "slack": _slack_text(r),
+            "minimum_evidence": r.minimum_outcome.evidence if r.minimum_outcome else None,
+            "below_status": r.below_outcome.status if r.below_outcome else None,
+            "below_evidence": r.below_outcome.evidence if r.below_outcome else None,
+            "recheck_minimum": _recheck(inst, r, r.minimum),
+            "recheck_below": _recheck(inst, r, r.below),
+            "scan": [{"value": _value_text(o.value), "status": o.status} for o in r.scan],
+            "bisection": [{"value": _value_text(o.value), "status": o.status} for o in r.bisection],
+            "flips": [{"fails": _value_text(a.value), "passes": _value_text(b.value)} for a, b in r.flips],
+            "undecided": [_outcome_json(o) for o in r.undecided],
+            "evaluations": r.evaluations,
+            "seconds": round(r.seconds, 3),
+        }
+        if r.constant != "grid":
+            entry["held"] = ("M_g as derived" if r.constant == "M"
+                             else "M derived from the given M_g through its formula")
+        else:
+            entry["held"] = "M_g and M derived from the grid (covering radius sqrt(d)/(2m))"
+        if r.note:
+            entry["note"] = r.note
+        out["results"].append(entry)
+    for c in checks:
+        out["consistency"].append({k: (exact_text(v) if k.endswith("minimum") else v) for k, v in c.items()})
+    if grid_map is not None:
+        out["map"] = grid_map
+    return out
+
+
+def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution, grid_map: dict | None = None) -> str:
+    lines = [
+        "symbounds tighten: the smallest constants of Shi & Liao's construction that still certify",
+        f"instance  d={inst.d}  alpha={inst.alpha}  C_H={inst.C_H}  B={inst.B}  eps={inst.eps}"
+        f"  target: {inst.target_text}   resolution {exact_text(resolution)}",
+        "",
+        f"  {'constant':<8} {'criterion':<9} {'paper':>14} {'minimum':>14} {'below':>14} {'slack':>10}  evidence below",
+    ]
+    for r in results:
+        paper = r.paper_text if r.constant == "grid" else f"{float(r.paper):.6g}"
+        mn = "-" if r.minimum is None else exact_text(r.minimum)
+        bl = "-" if r.below is None else exact_text(r.below)
+        sl_ = _slack_text(r) or "-"
+        ev = "-"
+        if r.below_outcome is not None:
+            e = r.below_outcome.evidence
+            if r.below_outcome.status == "undecided":
+                ev = "undecided"
+            elif "x" in e:
+                ev = f"|T - g| = {e['error']} at x = ({', '.join(e['x'])})"
+            elif "claim" in e:
+                ev = f"{e['claim']} refuted: lhs {e.get('lhs', '')} > rhs {e.get('rhs', '')}"
+        lines.append(f"  {r.constant:<8} {r.criterion:<9} {paper:>14} {mn:>14} {bl:>14} {sl_:>10}  {ev}")
+        if r.paper_outcome is not None and r.paper_outcome.status != "pass":
+            lines.append(f"           the derived value itself: {r.paper_outcome.status}")
+        for a, b in r.flips:
+            lines.append(f"           non-monotone: fails at {exact_text(a.value)}, passes at {exact_text(b.value)}")
+        for o in r.undecided:
+            lines.append(f"           undecided at {exact_text(o.value)}")
+        if r.note:
+            lines.append(f"           {r.note}")
+    if checks:
+        lines += ["", "proof against domain"]
+        for c in checks:
+            lines.append(f"  {c['constant']}: {c['explanation']}")
+    recheck = [(r, _recheck(inst, r, r.minimum), _recheck(inst, r, r.below)) for r in results]
+    recheck = [t for t in recheck if t[1]]
+    if recheck:
+        lines += ["", "re-check"]
+        for r, a, b in recheck:
+            lines.append(f"  {a}   (passes)")
+            if b:
+                lines.append(f"  {b}   (fails)")
+    if grid_map is not None:
+        lines += ["", "map of the domain criterion (rows M_g, columns M; + pass, x fail, ? undecided)"]
+        Ms = grid_map["M_values"]
+        head = "M_g \\ M"
+        lines.append(f"  {head:>10} " + " ".join(f"{m:>8}" for m in Ms))
+        mark = {"pass": "+", "fail": "x", "undecided": "?"}
+        cells = {(c["Mg"], c["M"]): mark[c["status"]] for c in grid_map["cells"]}
+        for mg in grid_map["Mg_values"]:
+            lines.append(f"  {mg:>10} " + " ".join(f"{cells[(mg, m)]:>8}" for m in Ms))
     return "\n".join(lines)
