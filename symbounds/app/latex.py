@@ -9,12 +9,12 @@ fragment for ``\\input`` (``fragment=True``):
     by :func:`formulas_agree`) and its value; then the lemma chain L1–L8, the ε budget E0–E3 and
     the assumptions A1–A2 as displayed inequalities, each with its verdict, the context that
     decided it, and the two certified sides.  The numbers come from one
-    :func:`symbounds.pou.run`.
+    :func:`symbounds.papers.shi_liao.run.run`.
 ``interp``
     Alcalde, Fantuzzi & Zuazua [AFZ25] on one dataset: the sizes of the built model against the
     paper's block formulas (``L = 2M + 2N + 1`` hardmax, ``2M + 3N`` softmax), the stage claims,
     ``||θ*||²`` and the regularised-training bounds ``loss ≤ ε ||θ*||²``.  From
-    :func:`symbounds.interp.run`.
+    :func:`symbounds.papers.alcalde.run.run`.
 ``tables``
     [SL26]'s comparison table and the manifold-versus-cube ablation (docs/shi_liao.md, Manifolds) (and the
     slopes of ``log P`` against ``log(1/ε)``), typeset with ``booktabs``; the data are those of
@@ -257,7 +257,7 @@ def document(body: str, fragment: bool = False, title: str | None = None) -> str
 
 
 def pou_latex(res, fragment: bool = False) -> str:
-    """The constants and the lemma chain of one :class:`symbounds.pou.PouResult`."""
+    """The constants and the lemma chain of one :class:`symbounds.papers.shi_liao.run.PouResult`."""
     inst, K = res.instance, res.K
     base = inst if hasattr(inst, "alpha") else inst.inst
     nf = notation_formulas()
@@ -326,7 +326,7 @@ def pou_latex(res, fragment: bool = False) -> str:
 
 def interp_latex(res, fragment: bool = False) -> str:
     """Sizes, block counts against the paper's formulas and the stage claims of one
-    :class:`symbounds.interp.InterpResult`."""
+    :class:`symbounds.papers.alcalde.run.InterpResult`."""
     ds, sz = res.dataset, res.sizes
     f = sz["blocks_formula"]
     att = res.options.attention

@@ -1,7 +1,7 @@
 """Whole-domain bounds: ``sup_{x in [0,1]^d} |T(x) - g(x)| <= eps`` proved box by box.
 
 The network is evaluated on each input box with first-order Taylor models
-(:mod:`symbounds.taylor`), so the output model encloses ``T`` over the whole box; the target is
+(:mod:`symbounds.core.taylor`), so the output model encloses ``T`` over the whole box; the target is
 enclosed over the box by evaluating its SymPy expression on Arb balls.  A box is proved when the
 upper end of ``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split along its widest side,
 down to ``min_width``.  A box whose centre already violates the bound (decided on balls) refutes

@@ -19,7 +19,7 @@ Conventions (columns are tokens, rows are features; ``Z`` is ``D x n``):
 Weights are held exactly (SymPy expressions, ints or rationals) and converted once per context and
 precision (:meth:`Transformer.numeric`).  The forward pass never branches on an inexact number: ReLU
 is ``ctx.max``, a softmax is shifted by an exactly representable point, and a hardmax argmax is
-decided by three-valued comparisons (raising :class:`~symbounds.contexts.Undecided` if it cannot be).
+decided by three-valued comparisons (raising :class:`~symbounds.core.contexts.Undecided` if it cannot be).
 
 Attention heads whose scores cannot depend on the input (their ``W_Q`` and ``W_K`` read only rows
 that no input can reach, found by propagating a dependency mask through the weights) have their

@@ -2,7 +2,7 @@
 
 A. Alcalde, G. Fantuzzi, E. Zuazua, *Exact Sequence Interpolation with Transformers*,
 arXiv:2502.02270.  Every weight is an exact rational chosen from the data; the model is a
-:class:`~symbounds.transformer.Transformer` with ``input="tokens"`` (a sequence's tokens are the
+:class:`~symbounds.core.transformer.Transformer` with ``input="tokens"`` (a sequence's tokens are the
 columns), no embedding and no readout; block ``l`` is a feed-forward layer then self-attention.
 
 Paper symbols and code names
@@ -49,7 +49,7 @@ bias 1; ramp ``x + Delta sigma(<u,x> - theta)/(<u,p> - theta)``.  Every hidden u
 rescaled by a power of two (:func:`balance`, exact, same function) to keep ``||theta*||^2`` small.
 
 Checks (:func:`verify`): the model is evaluated from the raw inputs, by the fast exact evaluator
-(:mod:`.alcalde_eval`) or by :func:`symbounds.transformer.forward` in exact rationals, and the
+(:mod:`.evaluate`) or by :func:`symbounds.core.transformer.forward` in exact rationals, and the
 state after each stage is compared with what the stage promises (claims ``S1``-``S3``), the output
 sets with the targets (``I1``), the block count and width with the paper (``B1``-``B3``).
 """
@@ -635,9 +635,9 @@ def _le_claim(cid: str, lhs: int, rhs: int, statement: str | None = None):
 def evaluate_sets(model: Transformer, ds: Dataset, checkpoints=(), evaluator: str = "fast"):
     """``(final multisets, {layer: multisets})``: each a list over sequences of ``{row: multiplicity}``.
 
-    ``evaluator="generic"`` runs :func:`symbounds.transformer.forward` in
-    :class:`~symbounds.contexts.ExactContext` on each sequence's ``d x n_j`` matrix (tokens as
-    columns); ``"fast"`` runs :mod:`.alcalde_eval` (same semantics, FLINT matrices).
+    ``evaluator="generic"`` runs :func:`symbounds.core.transformer.forward` in
+    :class:`~symbounds.core.contexts.ExactContext` on each sequence's ``d x n_j`` matrix (tokens as
+    columns); ``"fast"`` runs :mod:`.evaluate` (same semantics, FLINT matrices).
     """
     if evaluator == "fast":
         from .evaluate import evaluate

@@ -1,6 +1,6 @@
 """A fast exact evaluator for token-input hardmax Transformers on many long sequences.
 
-Same semantics as :func:`symbounds.transformer.forward` in :class:`~symbounds.contexts.ExactContext`
+Same semantics as :func:`symbounds.core.transformer.forward` in :class:`~symbounds.core.contexts.ExactContext`
 (and tested against it), restated with tokens as *rows* ``x_i`` of an ``n x d`` matrix ``X``:
 
 * feed-forward: ``x -> eta x + W2 relu(W1 x + b1) + b2``;

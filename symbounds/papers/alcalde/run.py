@@ -2,7 +2,7 @@
 
 ``run(dataset, options)`` builds the Transformer (docs/alcalde.md, The construction) for the dataset, proves that every
 sequence's output set equals its target set (hardmax: exact rationals, stage by stage; softmax:
-Arb balls plus an exact piecewise-linear argument, see :mod:`symbounds.papers.alcalde_softmax`),
+Arb balls plus an exact piecewise-linear argument, see :mod:`symbounds.papers.alcalde.softmax`),
 and reports the sizes against the paper's formulas, ``||theta*||^2`` and the regularised-training
 bounds ``loss <= eps ||theta*||^2``.  ``as_json`` and ``render_text`` present the result.
 """

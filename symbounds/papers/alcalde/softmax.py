@@ -19,7 +19,7 @@ Blocks: ``K + M + 1 + M`` (paper: ``2M + 3N``).
 
 **Certificate** (two parts, both rigorous):
 
-1. Arb balls (:class:`~symbounds.contexts.BallContext`): every token after the line layer has
+1. Arb balls (:class:`~symbounds.core.contexts.BallContext`): every token after the line layer has
    coordinates ``2..d`` exactly ``o`` and first coordinate inside ``[alpha_c, beta_c]`` of one of
    its own sequence's clusters, and every cluster of the sequence receives a token.
 2. Exact rationals: on each segment ``{o + e_1 t : z_1 in [alpha_c, beta_c]}`` the remaining

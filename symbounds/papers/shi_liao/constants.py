@@ -29,7 +29,7 @@ row 1 holds ``g~``), ``d`` constant, ``d+1`` indicator, ``d+2, d+3`` position
 
 Domains: ``constants(inst)`` builds the cube grid and calls ``constants_from(inst, centres, r_g,
 P_paper)``, which accepts any exact centres in ``[0,1]^{inst.d}``; with ``domain=`` (a manifold,
-``papers/manifolds.py``) the covering claim, E1, the size bound and the assumption checks come from
+``papers/shi_liao/manifolds/``) the covering claim, E1, the size bound and the assumption checks come from
 the domain, and ``K.d`` is the ambient input dimension while ``K.d_int`` is the intrinsic one.
 
 The eta and lambda weights are written in the max-shifted form ``exp(M (cos theta_k - 1))``:
@@ -254,7 +254,7 @@ class Constants:
     g_centres: list
     M_derived: sympy.Expr = None
     M_g_derived: sympy.Expr = None
-    #: ``None`` for the cube; otherwise the input domain (a manifold, ``symbounds.papers.manifolds``)
+    #: ``None`` for the cube; otherwise the input domain (a manifold, ``symbounds.papers.shi_liao.manifolds``)
     #: which supplies the covering claim, the near-field claim E1, the size bound ``P_paper`` and
     #: the checks of the target's assumptions on that domain.
     domain: object = None

@@ -8,7 +8,7 @@ averages:
     ybar_k   = mean of the y_i whose nearest centre is c_k (0 for an empty cell),
 
 with ``eps(n) = n^{-alpha/(2 alpha + d)}``, ``r_g`` and the centres as in the construction (cube:
-the grid of A.3; manifold: the certified net of ``papers/manifolds.py``) and
+the grid (docs/shi_liao.md, Constants); manifold: the certified net of ``papers/shi_liao/manifolds/``) and
 ``M_g = log(8 B P / eps)/(3 r_g^2)``.  The excess risk ``E (f_hat - g)^2`` is averaged over a fixed
 evaluation set (uniform in the cube, uniform in the angle on the curve) and over repetitions; the
 fitted slope of ``log risk`` against ``log n`` is set beside ``-2 alpha/(2 alpha + d)``.

@@ -117,7 +117,7 @@ def run(inst, opts: PouOptions | None = None, progress=None) -> PouResult:
     """Build, certify and compare.  ``progress(done, total, prec)`` is called after each sample point.
 
     ``inst`` is a cube :class:`~symbounds.papers.shi_liao.Instance` or a
-    :class:`~symbounds.papers.manifolds.ManifoldInstance` (sample points then lie on the manifold;
+    :class:`~symbounds.papers.shi_liao.manifolds.manifold.ManifoldInstance` (sample points then lie on the manifold;
     ``opts.grid`` does not apply; ``opts.at`` points are evaluated and checked as given).
     """
     opts = opts or PouOptions()

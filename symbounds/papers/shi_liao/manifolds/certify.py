@@ -4,7 +4,7 @@ The parameter domain of M (angles over pi) is cut into rectangles.  For a rectan
 midpoint ``p0``, every point ``y(p)``, ``p in R``, lies within ``L(R)`` of ``y(p0)`` (the length of the
 parameter segment, as for the net, claim M1), and ``Q`` is an isometry, so the image ``x(R)`` lies in
 the axis-parallel box ``x(p0) +- L(R)`` (clipped to the cube, which contains M).  The network and
-the target are enclosed over that box by ``certify.box_bound`` (first-order Taylor models); the
+the target are enclosed over that box by ``symbounds.core.boxes.box_bound`` (first-order Taylor models); the
 bound over the box bounds the error over ``x(R)``, a part of M.  Rectangles whose bound exceeds
 ``eps`` are bisected (longer side in arc length) down to ``min_length``; a failing rectangle whose
 midpoint already violates ``eps`` (a ball decides it) refutes the claim with that point.

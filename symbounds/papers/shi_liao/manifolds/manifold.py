@@ -28,7 +28,7 @@ the sphere (inverse stereographic projection).  Claims added to L1-L8 and E1-E3:
 - M1: the centres form an ``r_g``-net of M: the parameter domain is cut into cells; for a cell
   with midpoint ``p0`` and centre ``c``, ``sup_{p in cell} |y(p) - c| <= |y(p0) - c| + L h`` with
   ``L h`` the length of the parameter segment (speed bound times half-width), in Arb balls.
-- L7.M: ``|T - g| <= eps`` over all of M (``manifold_certify.py``, run by ``pou.run``).
+- L7.M: ``|T - g| <= eps`` over all of M (``manifolds/certify.py``, run by ``run.run``).
 - M2: ``d_M(x, y) <= 2 |x - y|`` on all of M (what E1 needs): for a great circle or the curve,
   ``v delta <= 2 chord(delta)`` for ``delta in [0, pi]``: on ``[delta_0, pi]`` by Arb on intervals,
   below ``delta_0`` from ``sin u >= u - u^3/6`` (chord >= v delta (1 - K^2 delta^2/24)), M2.0.
