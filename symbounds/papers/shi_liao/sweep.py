@@ -16,6 +16,7 @@ import multiprocessing
 import time
 from fractions import Fraction
 
+from ...core.exact import decimal_up
 from .. import shi_liao as sl
 
 __all__ = ["COLUMNS", "run_instance", "sweep", "write_table", "table_text"]
@@ -58,7 +59,7 @@ def run_instance(spec: dict) -> dict:
         _, cres = certify_instance(inst, CertifyOptions(workers=1))
         row["certificate"] = cres.verdict
         if cres.max_bound is not None and cres.verdict == "proved":
-            row["certified_error"] = f"{float(cres.max_bound):.6g}"
+            row["certified_error"] = decimal_up(cres.max_bound, 6)  # an upper bound: rounded up
     row["seconds"] = f"{time.perf_counter() - t0:.2f}"
     return row
 
