@@ -302,7 +302,7 @@ def _interp(args) -> int:
             ds = load_dataset(args.data)
         else:
             parts = [p.strip() for p in args.random.split(",")]
-            if len(parts) != 4 or not all(p.isdigit() for p in parts):
+            if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts):
                 raise UsageError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
             N, n, d, m = (int(p) for p in parts)
             if N < 1 or n < 1 or not (2 <= d <= INTERP_MAX_D) or not (1 <= m <= n) or N * n > INTERP_MAX_TOKENS:

@@ -74,6 +74,17 @@ def test_bad_numbers(capsys, argv, word):
     assert time.perf_counter() - t0 < 10
 
 
+@pytest.mark.parametrize("argv", [
+    ["interp", "--random", "2,3,\u0662,1"],
+    ["sweep", "--d", "\u0661", "--out", "table.csv"],
+    ["certify", "--workers", "\u0661"],
+    ["latex", "interp", "--random", "2,3,\u0662,1", "--out", "x.tex"],
+])
+def test_integers_in_other_scripts_are_refused(capsys, tmp_path, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    _bad(capsys, [*argv, "--quiet"] if argv[0] != "latex" else argv, "\u0662" if "--random" in argv else "\u0661")
+
+
 def test_target_starting_with_minus(capsys):
     code = main(["pou", "--target", "-x1^2", "--eps", "0.2", "--json", "--quiet"])
     out = json.loads(capsys.readouterr().out)

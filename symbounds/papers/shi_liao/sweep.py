@@ -140,7 +140,7 @@ def parse_list(text: str, what: str, kind=Fraction) -> list:
     if not parts:
         raise ValueError(f"{what}: expected a comma-separated list")
     if kind is int:
-        if not all(p.isdigit() for p in parts):
+        if not all(p.isascii() and p.isdigit() for p in parts):
             raise ValueError(f"{what}: expected integers, got {text[:40]!r}")
         return [int(p) for p in parts]
     return [str(parse_number(p, what)) for p in parts]
