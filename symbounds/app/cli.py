@@ -186,7 +186,9 @@ def _certify(args) -> int:
         if res.counterexample:
             print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), |T - g| = {res.counterexample['error']}")
         print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
-        print(f"verdict: {res.verdict}")
+        grid = [a["id"] for a in cert["assumptions"] if a["verdict"] == "evidence"]
+        why = f" (assumptions {', '.join(grid)} on g: grid evidence only)" if res.verdict == "proved" and grid else ""
+        print(f"verdict: {res.verdict}{why}")
     return {"proved": 0, "refuted": 1, "undecided": 3}[res.verdict]
 
 

@@ -92,6 +92,8 @@ def pou_text(res: PouResult) -> str:
         lines.append(f"  {c.id:<5} {c.verdict:<9} {where:<10} {c.statement}")
         if c.lhs or c.rhs:
             lines.append(f"        lhs {c.lhs}   rhs {c.rhs}")
+        if c.note and c.verdict == Verdict.UNDECIDED:  # why it stayed undecided
+            lines.append(f"        note: {c.note}")
     lines += ["", f"max |T(x) - g(x)| over the sample points: {res.max_error}"]
     if res.whole:
         w = res.whole

@@ -119,6 +119,7 @@ def test_printed_bounds_are_rounded_up(cert_file, capsys):
     cert = json.loads(cert_file.read_text())
     assert main(["certify", *CERT_FLAGS, "--quiet"]) == 0
     out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1] == "verdict: proved (assumptions A1, A2 on g: grid evidence only)"
     shown = next(line for line in out.splitlines() if "largest certified error bound" in line).split(":")[1]
     assert F(shown.strip()) >= F(cert["max_bound"])
     assert main(["check", str(cert_file), "--quiet"]) == 0

@@ -172,3 +172,21 @@ def test_escalation_keeps_going_when_nan_clears():
 
     results, _, prec = escalate(measure, 128, 8192)
     assert results[0].verdict == "proved" and prec == 256
+
+
+def test_escalation_remeasures_only_the_undecided_claims_when_it_can():
+    easy = Claim("T5", "decided at once", "x", Relation.LE)
+    hard = Claim("T6", "decided at 256 bits", "y", Relation.LE)
+    calls = []
+
+    def measure(ctx, only=None):
+        calls.append((ctx.prec, None if only is None else set(only)))
+        with ctx.scope():
+            out = [] if only is not None and "T5" not in only else [easy.measured(ctx.zero, ctx.one)]
+            hv = flint.arb(0, 1) if ctx.prec < 256 else ctx.zero  # [-1, 1] against 0, then exactly 0
+            return out + [hard.measured(hv, ctx.zero)]
+
+    results, last, prec = escalate(measure, 128, 1024)
+    assert calls == [(128, None), (256, {"T6"})]
+    assert [r.verdict for r in results] == ["proved", "proved"] and prec == 256
+    assert [m.id for m in last] == ["T5", "T6"]  # the latest measurement of every claim
