@@ -195,3 +195,11 @@ def test_manifold_check_out_of_boxes_is_undecided():
     claim, info = certify_on_manifold(K, sl.build(K), max_boxes=1)
     assert info["status"] == "undecided" and info["counterexample_angles_over_pi"] is None
     assert decide(BallContext(128), claim).verdict == "undecided"
+
+
+def test_sweep_upper_end_is_rounded_up():
+    from symbounds.papers.shi_liao.sweep import _upper
+
+    # 0.1234564 + 1e-12 rounds to nearest as 0.123456, below the true upper end
+    assert _upper("[0.1234564 +/- 1e-12]") == "0.123457"
+    assert F(_upper("[0.5 +/- 0]")) == F(1, 2)

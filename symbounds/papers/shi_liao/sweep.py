@@ -16,7 +16,7 @@ import multiprocessing
 import time
 from fractions import Fraction
 
-from ...core.exact import decimal_up
+from ...core.exact import arb_to_fraction, decimal_up
 from .. import shi_liao as sl
 
 __all__ = ["COLUMNS", "run_instance", "sweep", "write_table", "table_text"]
@@ -71,7 +71,9 @@ def _upper(ball_text: str) -> str:
     t = ball_text.strip()
     if t.startswith("[") and "+/-" in t:
         mid, rad = t[1:-1].split("+/-")
-        return f"{float(flint.arb(mid.strip()) + flint.arb(rad.strip())):.6g}"
+        with flint.ctx.workprec(128):
+            hi = (flint.arb(mid.strip()) + flint.arb(rad.strip())).upper()
+        return decimal_up(arb_to_fraction(hi), 6)  # an upper end: rounded up
     return t
 
 
