@@ -29,6 +29,13 @@ expanded, SymPy trees at most 100 deep and at most 32 min/max arguments in
 total.  Division by an exact zero, results containing zoo/nan/oo
 and non-real constants (sqrt(-1), log(-1), (-8)^(1/3)) are rejected.  Every
 failure is an ExprError.
+
+The target is the expression as written: when SymPy's automatic simplification would remove a
+partial operation on a variable (``x1/x1 -> 1``, ``exp(log(x1)) -> x1``, ``log(x1) - log(x1) -> 0``),
+the unsimplified tree is returned, so that evaluating it at a point where it is undefined raises
+(see ``symbounds.core.contexts.UndefinedValue``) instead of proving something about ``1``.
+Targets without such a loss (polynomials, sines, ``abs``, ``min``/``max``, ``sqrt(x1^2 + x2^2)``)
+are SymPy's usual simplified expressions.
 """
 from __future__ import annotations
 
