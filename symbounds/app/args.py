@@ -23,7 +23,22 @@ class UsageError(Exception):
     """Bad input from the command line (exit 2)."""
 
 
+def ascii_int(text: str) -> int:
+    """An integer flag written in ASCII digits (Python's ``int`` also accepts other scripts' digits)."""
+    t = text.strip()
+    if not (t.lstrip("+-").isascii() and t.lstrip("+-").isdigit()) or len(t) > 30:
+        raise ValueError(text)
+    return int(t)
+
+
+ascii_int.__name__ = "int"  # argparse's message: "invalid int value: '...'"
+
+
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("type", int, ascii_int)  # every type=int flag reads ASCII digits only
+
     def error(self, message):  # one line, exit 2 (argparse would print the usage block first)
         raise UsageError(message)
 

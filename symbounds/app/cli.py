@@ -14,8 +14,9 @@ import sys
 from fractions import Fraction
 
 from ..core.boxes import CertifyOptions
-from ..core.certificate import CertificateError, load_certificate, write_certificate
+from ..core.certificate import MIN_CERT_PREC, CertificateError, NotACertificate, load_certificate, write_certificate
 from ..core.contexts import MIN_PREC
+from ..core.exact import decimal_up
 from ..core.expr import ExprError
 from ..core.files import atomic_write
 from ..core.modelfile import export_model
@@ -33,14 +34,7 @@ from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
 from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders, instance, number, point
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
-from .report import (
-    interp_json,
-    interp_text,
-    pou_json,
-    pou_text,
-    tighten_json,
-    tighten_text,
-)
+from .report import interp_json, interp_text, pou_json, pou_text, tighten_json, tighten_text
 
 __all__ = ["main"]
 
@@ -145,8 +139,9 @@ def _rate(args) -> int:
 
 def _certify(args) -> int:
     inst = instance(args)
-    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    if not (MIN_CERT_PREC <= args.prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--prec {args.prec}: use between {MIN_CERT_PREC} and {MAX_PREC_LIMIT} bits (below "
+                         f"{MIN_CERT_PREC} bits the enclosures of the softmax weights are too wide to decide any box)")
     if not (1 <= args.workers <= 256):
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     if not (1 <= args.max_boxes <= 10**8):
@@ -171,7 +166,7 @@ def _certify(args) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        mb = "-" if res.max_bound is None else f"{float(res.max_bound):.6g}"
+        mb = "-" if res.max_bound is None else decimal_up(res.max_bound, 6)
         print(f"symbounds certify: sup over [0,1]^{inst.d} of |T(x) - g(x)| <= {inst.eps}  (target {inst.target_text})")
         print(f"  boxes: {len(res.boxes)} proved ({res.evaluated} evaluated), {len(res.undecided)} undecided")
         print(f"  largest certified error bound: {mb}")
@@ -179,7 +174,9 @@ def _certify(args) -> int:
         if res.counterexample:
             print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), |T - g| = {res.counterexample['error']}")
         print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
-        print(f"verdict: {res.verdict}")
+        grid = [a["id"] for a in cert["assumptions"] if a["verdict"] == "evidence"]
+        why = f" (assumptions {', '.join(grid)} on g: grid evidence only)" if res.verdict == "proved" and grid else ""
+        print(f"verdict: {res.verdict}{why}")
     return {"proved": 0, "refuted": 1, "undecided": 3}[res.verdict]
 
 
@@ -191,13 +188,15 @@ def _check(args) -> int:
     bar = Bar(args, "box")
     try:
         info = check_certificate(cert, progress=lambda done, total: bar(done, total, "boxes re-checked"))
+    except NotACertificate as e:
+        raise UsageError(f"{args.certificate}: {e}") from None
     except CertificateError as e:
         print(f"symbounds: certificate rejected: {e}", file=sys.stderr)
         return 1
     finally:
         bar.close()
     print(f"certificate valid: {info['boxes']} boxes cover [0,1]^{info['d']}, every box re-evaluated, "
-          f"sup |T - g| <= {float(Fraction(info['max_bound'])):.6g} <= eps = {info['eps']}")
+          f"sup |T - g| <= {decimal_up(Fraction(info['max_bound']), 6)} <= eps = {info['eps']}")
     return 0
 
 
@@ -383,7 +382,7 @@ def _interp(args) -> int:
             ds = load_dataset(args.data)
         else:
             parts = [p.strip() for p in args.random.split(",")]
-            if len(parts) != 4 or not all(p.isdigit() for p in parts):
+            if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts):
                 raise UsageError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
             N, n, d, m = (int(p) for p in parts)
             if N < 1 or n < 1 or not (2 <= d <= INTERP_MAX_D) or not (1 <= m <= n) or N * n > INTERP_MAX_TOKENS:
@@ -403,10 +402,33 @@ def _interp(args) -> int:
     return res.exit_code
 
 
+#: Options whose value is an expression that may begin with "-" (``--target -x1^2``).
+_EXPRESSION_OPTIONS = ("--target",)
+
+
+def _join_expressions(argv: list[str]) -> list[str]:
+    """``--target -x1^2`` -> ``--target=-x1^2``: argparse would take ``-x1^2`` for an option; the
+    token after an expression option is always its value."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out.extend(argv[i:])
+            break
+        if a in _EXPRESSION_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(_join_expressions(argv))
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,

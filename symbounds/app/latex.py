@@ -484,7 +484,7 @@ def _interp_dataset(args):
     if args.data:
         return load_dataset(args.data)
     parts = [p.strip() for p in args.random.split(",")]
-    if len(parts) != 4 or not all(p.isdigit() and int(p) > 0 for p in parts):
+    if len(parts) != 4 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
         raise ValueError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
     N, n, d, m = map(int, parts)
     return random_dataset(N, n, d, m, seed=args.seed)

@@ -7,8 +7,10 @@ results with numbers; this module is where they become text.
 from __future__ import annotations
 
 import shlex
+from fractions import Fraction
 
-from ..core.exact import decimal
+from ..core.claims import Scope, Verdict
+from ..core.exact import decimal, decimal_up
 from ..core.version import __version__
 from ..papers import shi_liao as sl
 from ..papers.alcalde.run import InterpResult, thresholds
@@ -26,6 +28,20 @@ def _verdict_word(code: int) -> str:
     return {0: "proved", 1: "refuted", 3: "undecided"}[code]
 
 
+def _assumptions(res: PouResult) -> tuple[str, list[str]]:
+    """How the assumptions on g stand: "grid evidence" (checked on a finite grid only, not
+    violated there), "refuted", "undecided" or "not checked"; and their claim ids."""
+    mine = [c for c in res.claims if c.scope == Scope.ASSUMPTION]
+    ids = [c.id for c in mine]
+    if not mine:
+        return "not checked", ids
+    if any(c.verdict == Verdict.REFUTED for c in mine):
+        return "refuted", ids
+    if any(c.verdict == Verdict.UNDECIDED for c in mine):
+        return "undecided", ids
+    return "grid evidence", ids
+
+
 def pou_json(res: PouResult) -> dict:
     out = {
         "symbounds": __version__,
@@ -34,6 +50,9 @@ def pou_json(res: PouResult) -> dict:
         "constants": res.constants,
         "claims": [c.as_json() for c in res.claims],
         "verdict": _verdict_word(res.exit_code),
+        # a proof of the theorem's conclusion rests on the assumptions on g, which are only
+        # checked on a finite grid: the conclusion can fail if they fail between grid points
+        "assumptions": _assumptions(res)[0],
         "prec": res.prec,
         "samples": res.samples,
         "max_error": res.max_error,
@@ -75,11 +94,13 @@ def pou_text(res: PouResult) -> str:
         lines.append(f"  {c.id:<5} {c.verdict:<9} {where:<10} {c.statement}")
         if c.lhs or c.rhs:
             lines.append(f"        lhs {c.lhs}   rhs {c.rhs}")
+        if c.note and c.verdict == Verdict.UNDECIDED:  # why it stayed undecided
+            lines.append(f"        note: {c.note}")
     lines += ["", f"max |T(x) - g(x)| over the sample points: {res.max_error}"]
     if res.whole:
         w = res.whole
         lines.append(f"over the whole manifold ({w['boxes']} boxes): {w['status']}, largest box bound "
-                     f"{w['max_bound']:.6g}" + (f", counterexample at angles/pi {w['counterexample_angles_over_pi']}"
+                     f"{decimal_up(Fraction(w['max_bound']), 6)}" + (f", counterexample at angles/pi {w['counterexample_angles_over_pi']}"
                                                 if w["counterexample_angles_over_pi"] else ""))
     for p in res.points:
         lines.append(f"  at x = ({', '.join(p['x'])}):  T = {p['T']}  g = {p['g']}  |T-g| = {p['error']}")
@@ -101,8 +122,12 @@ def pou_text(res: PouResult) -> str:
                          + (f" ({c.note})" if c.note else ""))
     code = res.exit_code
     n_proved = sum(c.verdict == "proved" for c in res.claims)
-    lines += ["", f"verdict: {_verdict_word(code)} ({n_proved} of {len(res.claims)} claims proved; "
-              "assumptions on g are checked on a grid only)"]
+    status, ids = _assumptions(res)
+    if status == "grid evidence":
+        why = f"assumptions {', '.join(ids)} on g: grid evidence only"
+    else:
+        why = f"assumptions on g: {status}" + (f" ({', '.join(ids)})" if ids else "")
+    lines += ["", f"verdict: {_verdict_word(code)} ({n_proved} of {len(res.claims)} claims proved; {why})"]
     return "\n".join(lines)
 
 

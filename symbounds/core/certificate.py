@@ -14,19 +14,35 @@ import json
 from fractions import Fraction
 
 from .boxes import Box, CertifyResult, box_bound, boxes_cover_cube, digest
-from .exact import parse_number
+from .exact import decimal_down, decimal_up, parse_number
 from .expr import parse_target
 from .files import atomic_write, read_json_file
 from .modelfile import ModelFileError, model_from_json
 
-__all__ = ["CERT_FORMAT", "CertificateError", "make_certificate", "load_certificate", "check_certificate",
-           "write_certificate"]
+__all__ = ["CERT_FORMAT", "CertificateError", "NotACertificate", "make_certificate", "load_certificate",
+           "check_certificate", "write_certificate", "FIELDS", "MIN_CERT_PREC", "MODEL_PREC_RANGE"]
 
 CERT_FORMAT = "symbounds-certificate/1"
+
+#: The top-level fields of a certificate, each with its JSON type; no other field is accepted.
+FIELDS = {"format": str, "symbounds": str, "claim": str, "construction": str, "instance": dict, "d": int,
+          "eps": str, "target": str, "prec": int, "model_prec": int, "model_sha256": str, "model": dict,
+          "verdict": str, "max_bound": str, "boxes": list, "undecided_boxes": list,
+          "counterexample": type(None), "assumptions": list, "seconds": str, "boxes_evaluated": int}
+#: Box evaluations below float64's 53 bits cannot decide a box of the construction (its softmax
+#: weights and indicator cancellations need more), so neither certify nor check accepts them.
+MIN_CERT_PREC = 53
+#: The precision at which the model's weights are written: checked before anything is rebuilt.
+MODEL_PREC_RANGE = (24, 4096)
 
 
 class CertificateError(ValueError):
     """A certificate that does not check out (one line naming the reason)."""
+
+
+class NotACertificate(CertificateError):
+    """A file that is not a certificate at all (not a JSON object of the certificate format):
+    bad input rather than a rejected certificate."""
 
 
 def make_certificate(*, version: str, construction: str, instance: dict, d: int, eps: Fraction, target: str,
@@ -68,10 +84,45 @@ def _no_float(text):
 
 
 def load_certificate(path: str) -> dict:
+    """Read a certificate file; :class:`NotACertificate` if it is not JSON of the certificate format."""
     try:
-        return read_json_file(path, CertificateError, _no_float, _no_float)
+        cert = read_json_file(path, NotACertificate, _no_float, _no_float)
     except ModelFileError as e:
-        raise CertificateError(str(e)) from None
+        raise NotACertificate(str(e)) from None
+    if not isinstance(cert, dict) or cert.get("format") != CERT_FORMAT:
+        raise NotACertificate(f"{path}: not a certificate (no 'format': {CERT_FORMAT!r})")
+    return cert
+
+
+def _claim_text(d: int) -> str:
+    return f"sup over [0,1]^{d} of |T(x) - g(x)| <= eps"
+
+
+def _check_fields(cert: dict) -> None:
+    """The descriptive fields must be what a proved certificate holds: no unknown field, each of
+    its JSON type, no undecided box, no counterexample, the claim's own wording."""
+    unknown = sorted(k for k in cert if k not in FIELDS)
+    if unknown:
+        raise CertificateError(f"unknown field {str(unknown[0])[:40]!r}")
+    for key, typ in FIELDS.items():
+        v = _req(cert, key)
+        if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+            want = {str: "a string", int: "an integer", dict: "an object", list: "a list"}.get(typ, "null")
+            raise CertificateError(f"'{key}' must be {want}")
+    if cert["undecided_boxes"]:
+        raise CertificateError("'undecided_boxes' is not empty beside the verdict 'proved'")
+    if cert["claim"] != _claim_text(cert["d"]):
+        raise CertificateError(f"'claim' must read {_claim_text(cert['d'])!r}")
+    lo, hi = MODEL_PREC_RANGE
+    if not (lo <= cert["model_prec"] <= hi):
+        raise CertificateError(f"'model_prec' must be an integer number of bits in {lo}..{hi}")
+    for i, b in enumerate(cert["boxes"]):
+        if not isinstance(b, dict) or set(b) != {"lo", "hi", "bound"}:
+            raise CertificateError(f"boxes[{i}] must be an object with exactly 'lo', 'hi' and 'bound'")
+        if not isinstance(b["lo"], list) or not isinstance(b["hi"], list) or not isinstance(b["bound"], str):
+            raise CertificateError(f"boxes[{i}]: 'lo' and 'hi' must be lists, 'bound' a string")
+    if any(not isinstance(a, dict) for a in cert["assumptions"]):
+        raise CertificateError("'assumptions' must be a list of objects")
 
 
 def write_certificate(path: str, cert: dict) -> None:
@@ -85,7 +136,9 @@ def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=Non
     construction's part: the model file its recorded instance gives at ``model_prec`` bits, and
     the target's grid checks re-run at ``prec`` bits.
 
-    1. the format and the claim's numbers are well formed; ``eps`` in (0, 1);
+    1. the format and the claim's numbers are well formed; ``eps`` in (0, 1); every field is
+       known and of its type, none contradicts the verdict (undecided boxes, a counterexample);
+       ``model_prec`` in 24..4096 and ``prec`` in 53..65536 before anything is rebuilt;
     2. the model is the construction of the recorded instance (rebuilt here) and matches its digest;
     3. the boxes lie in the cube and cover it (exact rational arithmetic);
     4. each box is re-evaluated: the recomputed bound must not exceed the recorded one, and
@@ -93,10 +146,11 @@ def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=Non
     5. the target's grid checks are re-run: none may be refuted.
     """
     try:
-        if _req(cert, "format") != CERT_FORMAT:
-            raise CertificateError(f"format must be {CERT_FORMAT!r}")
+        if not isinstance(cert, dict) or cert.get("format") != CERT_FORMAT:
+            raise NotACertificate(f"not a certificate ('format' must be {CERT_FORMAT!r})")
         if _req(cert, "verdict") != "proved":
             raise CertificateError(f"its verdict is {cert['verdict']!r}, not 'proved'")
+        _check_fields(cert)
         d = _req(cert, "d")
         if not isinstance(d, int) or isinstance(d, bool) or not (1 <= d <= 8):
             raise CertificateError("'d' must be an integer in 1..8")
@@ -108,8 +162,8 @@ def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=Non
             raise CertificateError("'target' must be a string")
         g = parse_target(target, d)
         cprec = prec or _req(cert, "prec")
-        if not isinstance(cprec, int) or not (24 <= cprec <= 1 << 16):
-            raise CertificateError("'prec' must be an integer number of bits in 24..65536")
+        if not isinstance(cprec, int) or isinstance(cprec, bool) or not (MIN_CERT_PREC <= cprec <= 1 << 16):
+            raise CertificateError(f"'prec' must be an integer number of bits in {MIN_CERT_PREC}..65536")
         mj = _req(cert, "model")
         if digest(mj) != _req(cert, "model_sha256"):
             raise CertificateError("the model does not match its digest (model_sha256)")
@@ -140,9 +194,9 @@ def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=Non
         for i, (box, bound) in enumerate(zip(boxes, bounds)):
             again = box_bound(model, g, d, box, cprec)
             if again is None or again > bound:
-                shown = "cannot be enclosed" if again is None else f"is {float(again):.6g}"
+                shown = "cannot be enclosed" if again is None else f"is {decimal_up(again, 6)}"
                 raise CertificateError(f"box {i}: the recomputed bound {shown}, above the recorded "
-                                       f"{float(bound):.6g}")
+                                       f"{decimal_down(bound, 6)}")
             if progress is not None:
                 progress(i + 1, len(boxes))
         for r in assumptions:

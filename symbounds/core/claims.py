@@ -318,6 +318,16 @@ def _absify(ctx, m: Measured):
     return ctx.abs(m.lhs) if m.relation == "zero" else m.lhs
 
 
+def _nan(v) -> bool:
+    """A ball that encloses nothing useful: NaN midpoint or infinite radius."""
+    return isinstance(v, flint.arb) and not v.is_finite()
+
+
+#: The note on a claim whose measurement stayed NaN: doubling the precision again cannot help.
+NAN_NOTE = ("its enclosure is NaN at two successive precisions (an undefined or unbounded operation, "
+            "e.g. a root of a ball straddling 0): not escalated further")
+
+
 def escalate(measure, prec: int, max_prec: int, progress=None, exact=None):
     """Run ``measure(ctx) -> list[Measured]`` in ball contexts of doubling precision.
 
@@ -325,23 +335,47 @@ def escalate(measure, prec: int, max_prec: int, progress=None, exact=None):
     ``max_prec`` (an inequality that holds with equality can never be decided by balls of
     nonzero radius, but may be decided in exact arithmetic).
 
+    A claim whose measurement is NaN (a side is a non-finite ball) at two successive precisions
+    is not escalated further: NaN comes from an operation outside its domain (a root or a
+    logarithm of a ball straddling 0, a division by one), which more bits rarely cure.  It stays
+    undecided with a note saying so, and the doubling stops once every undecided claim is such a
+    NaN.  ``measure`` may accept ``only=`` (a set of claim ids) to re-measure just those claims.
+
     Returns the verdicts (each from the lowest precision that decided it), the measurements at
     the last precision used, and that precision.
     """
+    import inspect
+
+    try:
+        selective = "only" in inspect.signature(measure).parameters
+    except (TypeError, ValueError):
+        selective = False
     results: dict[str, ClaimResult] = {}
     order: list[str] = []
     p = prec
-    last: list[Measured] = []
+    last: dict[str, Measured] = {}
     tried: set = set()
+    nan_before: set = set()
+    hopeless: set = set()
     while True:
         ctx = BallContext(p)
-        last = measure(ctx)
-        for m in last:
-            r = decide(ctx, m)
+        pending = {i for i in order if results[i].verdict == "undecided" and i not in hopeless}
+        measured = measure(ctx, only=pending) if (selective and order) else measure(ctx)
+        nan_now = set()
+        for m in measured:
+            last[m.id] = m
             if m.id not in results:
                 order.append(m.id)
-            if m.id not in results or results[m.id].verdict == "undecided":
-                results[m.id] = r
+            if m.id in results and results[m.id].verdict != "undecided":
+                continue
+            r = decide(ctx, m)
+            results[m.id] = r
+            if r.verdict == "undecided" and (_nan(m.lhs) or _nan(m.rhs)):
+                nan_now.add(m.id)
+        for i in nan_now & nan_before:
+            hopeless.add(i)
+            results[i].note = f"{results[i].note}; {NAN_NOTE}" if results[i].note else NAN_NOTE
+        nan_before = nan_now
         if exact is not None:
             for i in order:
                 r = results[i]
@@ -353,10 +387,11 @@ def escalate(measure, prec: int, max_prec: int, progress=None, exact=None):
                         r.context, r.prec = "exact", None
         if progress is not None:
             progress(p)
-        if all(results[i].verdict != "undecided" for i in order) or p * 2 > max_prec:
+        open_ = [i for i in order if results[i].verdict == "undecided" and i not in hopeless]
+        if not open_ or p * 2 > max_prec:
             break
         p *= 2
-    return [results[i] for i in order], last, p
+    return [results[i] for i in order], [last[i] for i in order], p
 
 
 def overall(results: list[ClaimResult]) -> Verdict:

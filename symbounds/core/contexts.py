@@ -38,6 +38,7 @@ node in the context: rationals become exact rationals or correctly rounded balls
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from fractions import Fraction
 
@@ -55,6 +56,7 @@ __all__ = [
     "FPContext",
     "ExactUnsupported",
     "Undecided",
+    "UndefinedValue",
     "make_context",
     "MIN_PREC",
 ]
@@ -619,8 +621,62 @@ def make_context(name: str, prec: int | None = None) -> Context:
     raise ValueError(f"unknown context {name!r} (use exact, ball, mp or fp)")
 
 
+class UndefinedValue(ValueError):
+    """A rigorous context found an expression undefined at the given values: a division by exactly
+    zero, a logarithm of a number <= 0, a non-integer power of a negative number (bad input)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def nonnegative_by_construction(e) -> bool:
+    """True when the SymPy expression ``e`` is >= 0 wherever it is defined, by its form alone:
+    ``|u|``, ``u^(2k)``, ``sqrt(u)``, ``exp(u)``, numbers >= 0, ``pi``, sums and products of such
+    terms, ``max`` with one such argument, ``min`` of such arguments.  Symbols (whatever their
+    assumptions) are not, so the answer never rests on a declaration."""
+    if e.is_Rational:
+        return bool(e >= 0)
+    if e is sympy.pi or e is sympy.E or isinstance(e, (sympy.Abs, sympy.exp)):
+        return True
+    if isinstance(e, sympy.Pow):
+        base, ex = e.args
+        if ex.is_Rational and (ex.q % 2 == 0 or (ex.q == 1 and ex.p % 2 == 0)):
+            return True  # u^(p/q) with q even is a root (>= 0); u^(2k) is a square
+        return nonnegative_by_construction(base)
+    if isinstance(e, (sympy.Add, sympy.Mul, sympy.Min)):
+        return all(nonnegative_by_construction(a) for a in e.args)
+    if isinstance(e, sympy.Max):
+        return any(nonnegative_by_construction(a) for a in e.args)
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def positive_by_construction(e) -> bool:
+    """True when ``e`` is > 0 wherever it is defined, by its form alone: ``exp(u)``, numbers > 0,
+    ``pi``, a sum of terms >= 0 with one > 0, a product of terms > 0, a power of a term > 0."""
+    if e.is_Rational:
+        return bool(e > 0)
+    if e is sympy.pi or e is sympy.E or isinstance(e, sympy.exp):
+        return True
+    if isinstance(e, sympy.Pow):
+        return positive_by_construction(e.args[0])
+    if isinstance(e, sympy.Add):
+        return (all(nonnegative_by_construction(a) for a in e.args)
+                and any(positive_by_construction(a) for a in e.args))
+    if isinstance(e, sympy.Mul):
+        return all(positive_by_construction(a) for a in e.args)
+    return False
+
+
 class _SympyEvaluator:
-    """Evaluate a SymPy tree node by node in a context; shared sub-expressions are computed once."""
+    """Evaluate a SymPy tree node by node in a context; shared sub-expressions are computed once.
+
+    Partial operations are enclosed on their true domain.  A sub-expression that is >= 0 by its
+    form (:func:`nonnegative_by_construction`, e.g. ``|x - 1/2|``) has the negative part of its ball
+    discarded before a root or a non-integer power is taken (Arb's ``arb_nonnegative_part``), so
+    ``sqrt(|x - 1/2|)`` at ``x = 1/2`` is a ball ``[0, r]``, not NaN; any other ball straddling 0
+    under a root stays NaN (undecided).  In a rigorous context a division by exactly zero, a
+    logarithm of a number known to be <= 0 and a non-integer power of a number known to be < 0
+    raise :class:`UndefinedValue` naming the values of the symbols and the sub-expression.
+    """
 
     def __init__(self, ctx: Context, memo: dict, env: dict):
         self.ctx = ctx
@@ -671,12 +727,17 @@ class _SympyEvaluator:
             if ex.is_Integer:
                 n = int(ex)
                 b = self.value(base)
+                if n < 0:
+                    self._check(ctx.is_zero(b), e, "divides by zero")
                 return ctx.pow(b, n) if n >= 0 else ctx.one / ctx.pow(b, -n)
+            b = self._root_base(base, e)
+            if ex.is_number and ex.is_negative:
+                self._check(ctx.is_zero(b), e, "divides by zero")
             if ex == sympy.Rational(1, 2):
-                return ctx.sqrt(self.value(base))
+                return ctx.sqrt(b)
             if ex == sympy.Rational(-1, 2):
-                return ctx.one / ctx.sqrt(self.value(base))
-            return ctx.pow(self.value(base), self.value(ex))
+                return ctx.one / ctx.sqrt(b)
+            return ctx.pow(b, self.value(ex))
         if isinstance(e, (sympy.sin, sympy.cos)):
             arg = e.args[0]
             q = _rational_multiple_of_pi(arg)
@@ -689,7 +750,9 @@ class _SympyEvaluator:
         if isinstance(e, sympy.log):
             if len(e.args) != 1:
                 raise TypeError("log with a base is not supported")
-            return ctx.log(self.value(e.args[0]))
+            a = self.value(e.args[0])
+            self._check(ctx.rigorous and ctx.le(a, ctx.zero) is True, e, "takes the logarithm of a number <= 0")
+            return ctx.log(a)
         if isinstance(e, sympy.Abs):
             return ctx.abs(self.value(e.args[0]))
         if isinstance(e, (sympy.Min, sympy.Max)):
@@ -700,6 +763,36 @@ class _SympyEvaluator:
                 acc = f(acc, v)
             return acc
         raise TypeError(f"cannot evaluate {type(e).__name__} in the {ctx.name} context")
+
+    def _root_base(self, base, node):
+        """The base of a non-integer power, on its true domain (see the class docstring)."""
+        ctx, b = self.ctx, self.value(base)
+        if isinstance(b, flint.arb) and nonnegative_by_construction(base):
+            with ctx.scope():
+                return b.nonnegative_part()
+        self._check(ctx.rigorous and ctx.lt(b, ctx.zero) is True, node, "takes a root of a negative number")
+        return b
+
+    def _check(self, undefined: bool, node, what: str) -> None:
+        if undefined and self.ctx.rigorous:
+            raise UndefinedValue(f"undefined at {self._where()}: {_short(node)} {what}")
+
+    def _where(self) -> str:
+        def show(v):
+            if isinstance(v, flint.arb) and v.is_exact():
+                return str(arb_to_fraction(v))
+            if isinstance(v, flint.fmpq):
+                return str(Fraction(int(v.p), int(v.q)))
+            return self.ctx.to_str(v, 10) if hasattr(self.ctx, "to_str") else str(v)
+
+        key = lambda s: (len(s.name), s.name)
+        syms = sorted((s for s in self.env if isinstance(s, sympy.Symbol)), key=key)
+        return ", ".join(f"{s} = {show(self.env[s])}" for s in syms) or "a constant"
+
+
+def _short(e, n: int = 60) -> str:
+    text = str(e)
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _rational_multiple_of_pi(arg) -> flint.fmpq | None:

@@ -29,6 +29,13 @@ expanded, SymPy trees at most 100 deep and at most 32 min/max arguments in
 total.  Division by an exact zero, results containing zoo/nan/oo
 and non-real constants (sqrt(-1), log(-1), (-8)^(1/3)) are rejected.  Every
 failure is an ExprError.
+
+The target is the expression as written: when SymPy's automatic simplification would remove a
+partial operation on a variable (``x1/x1 -> 1``, ``exp(log(x1)) -> x1``, ``log(x1) - log(x1) -> 0``),
+the unsimplified tree is returned, so that evaluating it at a point where it is undefined raises
+(see ``symbounds.core.contexts.UndefinedValue``) instead of proving something about ``1``.
+Targets without such a loss (polynomials, sines, ``abs``, ``min``/``max``, ``sqrt(x1^2 + x2^2)``)
+are SymPy's usual simplified expressions.
 """
 from __future__ import annotations
 
@@ -37,6 +44,8 @@ import re
 import string
 
 import sympy as sp
+
+from .contexts import nonnegative_by_construction, positive_by_construction
 
 __all__ = ["ExprError", "variables", "parse_target", "target_function"]
 
@@ -206,6 +215,7 @@ def _tokenize(text: str) -> list[tuple[str, str, int]]:
 class _Parser:
     def __init__(self, tokens, d: int):
         self.tokens, self.i, self.d, self.depth, self.minmax = tokens, 0, d, -1, 0
+        self.partials: list = []  # (kind, evaluated argument) of partial operations on variables
 
     def peek(self, *ops) -> bool:
         return self.i < len(self.tokens) and self.tokens[self.i][0] == "op" \
@@ -227,12 +237,21 @@ class _Parser:
             return "end of input"
         return f"'{self.tokens[self.i][1][:20]}' at position {self.tokens[self.i][2]}"
 
+    # Each rule returns a pair (evaluated, written): the SymPy expression with SymPy's automatic
+    # simplification (what every consumer uses) and the same tree as written (evaluate=False
+    # wherever a variable occurs).  Partial operations on variables (division, log, roots,
+    # powers with a variable exponent) are recorded; if simplification made one disappear
+    # (x1/x1 -> 1, exp(log(x1)) -> x1), the written tree is the target instead.
+
     def expr(self):
         left = self.term()
         while self.peek("+", "-"):
             op = self.take()[1]
             right = self.term()
-            left = _checked(left + right if op == "+" else left - right)
+            if op == "+":
+                left = (_checked(left[0] + right[0]), _add(left[1], right[1]))
+            else:
+                left = (_checked(left[0] - right[0]), _add(left[1], _neg(right[1])))
         return left
 
     def term(self):
@@ -240,9 +259,13 @@ class _Parser:
         while self.peek("*", "/"):
             op = self.take()[1]
             right = self.unary()
-            if op == "/" and right == 0:
+            if op == "/" and right[0] == 0:
                 raise ExprError("division by zero")
-            left = _checked(left * right if op == "*" else left / right)
+            if op == "*":
+                left = (_checked(left[0] * right[0]), _mul(left[1], right[1]))
+            else:
+                self.partial("div", right[0])
+                left = (_checked(left[0] / right[0]), _mul(left[1], _inv(right[1])))
         return left
 
     def unary(self):
@@ -252,20 +275,41 @@ class _Parser:
         if self.peek("+", "-"):
             op = self.take()[1]
             operand = self.unary()
-            result = -operand if op == "-" else operand
+            result = (-operand[0], _neg(operand[1])) if op == "-" else operand
         else:
             result = self.atom()
             if self.peek("^", "**"):
                 self.i += 1
-                result = _power(result, self.unary())
+                result = self.power(result, self.unary())
         self.depth -= 1
         return result
+
+    def power(self, base, exponent):
+        ev = _power(base[0], exponent[0])
+        if not (base[1].free_symbols or exponent[1].free_symbols):
+            return ev, ev
+        if exponent[0].free_symbols:
+            self.partial("pow", base[0])
+        elif exponent[0].is_Integer:
+            if exponent[0] < 0:
+                self.partial("div", base[0])
+        else:
+            if not nonnegative_by_construction(base[0]):
+                self.partial("root", base[0])
+            if exponent[0].is_extended_negative:
+                self.partial("div", base[0])
+        return ev, sp.Pow(base[1], exponent[1], evaluate=False)
+
+    def partial(self, kind: str, arg) -> None:
+        if arg.free_symbols:
+            self.partials.append((kind, arg))
 
     def atom(self):
         where = self.where()
         kind, value, pos = self.take()
         if kind == "num":
-            return _number(value)
+            v = _number(value)
+            return v, v
         if kind == "op" and value == "(":
             inner = self.expr()
             self.expect(")")
@@ -277,11 +321,11 @@ class _Parser:
         if value in _UNARY or value in _NARY:
             raise ExprError(f"function '{value}' at position {pos} must be followed by '('")
         if value == "pi":
-            return sp.pi
+            return sp.pi, sp.pi
         sym = sp.Symbol(value, real=True)
         if not _is_input(sym, self.d):
             raise ExprError(f"unknown variable '{value[:20]}' (expected x1..x{self.d})")
-        return sym
+        return sym, sym
 
     def call(self, name: str):
         if name not in _UNARY and name not in _NARY:
@@ -303,13 +347,77 @@ class _Parser:
             if self.minmax > MAX_MINMAX:
                 raise ExprError(f"too many min/max arguments (limit {MAX_MINMAX} in total)")
         if name == "sqrt":
-            return _power(args[0], sp.S.Half)
+            return self.power(args[0], (sp.S.Half, sp.S.Half))
+        evs, wrs = [a[0] for a in args], [a[1] for a in args]
         if name in ("exp", "sin", "cos"):
-            _check_argument(name, args[0])
+            _check_argument(name, evs[0])
         if name == "exp":
-            _check_exp_arg(args[0])
-            return _checked(sp.exp(args[0]))
-        return _checked((_UNARY.get(name) or _NARY[name])(*args))
+            _check_exp_arg(evs[0])
+            ev = _checked(sp.exp(evs[0]))
+        else:
+            ev = _checked((_UNARY.get(name) or _NARY[name])(*evs))
+        if name == "log" and not positive_by_construction(evs[0]):
+            self.partial("log", evs[0])
+        if not any(w.free_symbols for w in wrs):
+            return ev, ev
+        func = sp.exp if name == "exp" else (_UNARY.get(name) or _NARY[name])
+        return ev, func(*wrs, evaluate=False)
+
+
+def _add(a, b):
+    if not (a.free_symbols or b.free_symbols):
+        return a + b
+    parts = [*(a.args if isinstance(a, sp.Add) else (a,)), *(b.args if isinstance(b, sp.Add) else (b,))]
+    return sp.Add(*parts, evaluate=False)
+
+
+def _mul(a, b):
+    if not (a.free_symbols or b.free_symbols):
+        return a * b
+    parts = [*(a.args if isinstance(a, sp.Mul) else (a,)), *(b.args if isinstance(b, sp.Mul) else (b,))]
+    return sp.Mul(*parts, evaluate=False)
+
+
+def _neg(a):
+    return -a if not a.free_symbols else sp.Mul(sp.S.NegativeOne, a, evaluate=False)
+
+
+def _inv(a):
+    return 1 / a if not a.free_symbols else sp.Pow(a, sp.S.NegativeOne, evaluate=False)
+
+
+def _kept(kind: str, arg, nodes: set) -> bool:
+    """Is the partial operation ``kind`` on ``arg`` still in the simplified tree (whose nodes are
+    ``nodes``), so that evaluating that tree still meets it?  Conservative: False when unsure."""
+    if kind == "log":
+        return sp.log(arg) in nodes
+    pows = [n for n in nodes if isinstance(n, sp.Pow)]
+    if kind == "root":
+        return any(n.base == arg and not n.exp.is_integer for n in pows)
+    if kind == "pow":
+        return any(n.base == arg and n.exp.free_symbols for n in pows)
+    for f in sp.Mul.make_args(arg):  # "div": every variable factor of the divisor still divides
+        if not f.free_symbols:
+            continue
+        base, e = f.as_base_exp()
+        if e.is_extended_negative:
+            continue  # dividing by 1/u: u was recorded when 1/u was parsed
+        if not any(n.base == base and n.exp.is_extended_negative for n in pows):
+            return False
+    return True
+
+
+def _height(expr) -> int:
+    height, stack = {}, [expr]
+    while stack:
+        node = stack[-1]
+        todo = [a for a in node.args if a not in height]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        height[node] = 1 + max((height[a] for a in node.args), default=0)
+    return height[expr]
 
 
 def parse_target(text: str, d: int) -> sp.Expr:
@@ -324,9 +432,16 @@ def parse_target(text: str, d: int) -> sp.Expr:
         raise ExprError("empty expression")
     parser = _Parser(tokens, d)
     try:
-        result = parser.expr()
+        evaluated, written = parser.expr()
         if parser.i < len(tokens):
             raise ExprError(f"unexpected {parser.where()}")
+        result = evaluated
+        if parser.partials:
+            nodes = set(sp.preorder_traversal(evaluated))
+            if not all(_kept(kind, arg, nodes) for kind, arg in parser.partials):
+                if _height(written) > MAX_HEIGHT:
+                    raise ExprError(f"expression tree too deep (limit {MAX_HEIGHT})")
+                result = written
         return target_function(result, d)
     except ExprError:
         raise

@@ -39,6 +39,9 @@ def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, C
     return cert, res
 
 
+_INSTANCE_FIELDS = {"paper", "d", "alpha", "holder", "bound", "eps", "target", "M", "Mg"}
+
+
 def _field(obj, key):
     if not isinstance(obj, dict) or key not in obj:
         raise CertificateError(f"instance: missing '{key}'")
@@ -49,6 +52,15 @@ def rebuild(cert: dict, d: int, eps, target: str, model_prec: int, prec: int):
     """The model file the recorded instance gives, and the target's grid checks (see
     :func:`symbounds.core.certificate.check_certificate`)."""
     inst_json = _field(cert, "instance")
+    unknown = sorted(set(inst_json) - _INSTANCE_FIELDS)
+    if unknown:
+        raise CertificateError(f"instance: unknown field {str(unknown[0])[:40]!r}")
+    if inst_json.get("paper") != "shi_liao" or cert.get("construction") != "shi_liao":
+        raise CertificateError("instance: 'paper' disagrees with the construction")
+    if _field(inst_json, "target") != target:
+        raise CertificateError("the instance disagrees with the claim (instance.target is not target)")
+    if any(not (v is None or isinstance(v, str)) for k, v in inst_json.items() if k != "d"):
+        raise CertificateError("instance: every number must be a string")
     inst = Instance(
         d=d, alpha=_field(inst_json, "alpha"), C_H=_field(inst_json, "holder"), B=_field(inst_json, "bound"),
         eps=eps, target=target, M=inst_json.get("M"), M_g=inst_json.get("Mg"),

@@ -74,6 +74,23 @@ def default_target(d: int) -> str:
     return f"sin(2*({'+'.join(f'x{i}' for i in range(1, d + 1))})/sqrt({d}))"
 
 
+#: Every number of an instance lies in [10^-LIMIT_EXP10, 10^LIMIT_EXP10] and is written with at
+#: most LIMIT_BITS bits (numerator and denominator): far beyond any grid of at most MAX_TOKENS
+#: tokens, and small enough that every derived constant stays cheap to enclose.
+LIMIT_EXP10, LIMIT_BITS = 100, 1024
+#: The smallest Hoelder exponent: r_g = (eps / (4 C_H))^(1/alpha) needs 1/alpha digits.
+MIN_ALPHA = Rational(1, 1000)
+
+
+def _in_range(v: Rational, what: str) -> None:
+    if v != 0 and not (Rational(1, 10**LIMIT_EXP10) <= abs(v) <= 10**LIMIT_EXP10):
+        e10 = round((len(str(abs(v.p))) - len(str(v.q))))  # order of magnitude, for the message only
+        raise ValueError(f"{what}: a number of about 10^{e10} is out of range (use magnitudes between "
+                         f"10^-{LIMIT_EXP10} and 10^{LIMIT_EXP10})")
+    if max(abs(v.p).bit_length(), v.q.bit_length()) > LIMIT_BITS:
+        raise ValueError(f"{what}: {str(v)[:40]} is written with too many digits (limit {LIMIT_BITS} bits)")
+
+
 def _exact(v, what: str) -> Rational:
     """An exact SymPy Rational from an int, Fraction, SymPy Rational or a string ('1/2', '0.1')."""
     if isinstance(v, float):
@@ -108,8 +125,15 @@ class Instance:
             if v is None:
                 continue
             object.__setattr__(self, name, _exact(v, name))
+            _in_range(getattr(self, name), {"C_H": "holder", "B": "bound", "M_g": "Mg"}.get(name, name))
         if not (0 < self.alpha <= 1):
             raise ValueError(f"alpha must lie in (0, 1], got {self.alpha}")
+        if self.alpha.q > MIN_ALPHA.q:  # SymPy's exact roots of order ~10^6 take minutes
+            raise ValueError(f"alpha {str(self.alpha)[:40]}: use a fraction with denominator at most {MIN_ALPHA.q} "
+                             "(e.g. 0.999)")
+        if self.alpha < MIN_ALPHA:
+            raise ValueError(f"alpha {self.alpha} is below {MIN_ALPHA}: no grid of at most {MAX_TOKENS} tokens "
+                             "reaches such an exponent")
         if self.C_H <= 0:
             raise ValueError(f"the Hoelder constant C_H must be positive, got {self.C_H}")
         if self.B <= 0:
@@ -312,10 +336,25 @@ def _ceiling_exact(expr) -> int:
     raise ArithmeticError(f"cannot decide ceil({expr})")
 
 
+def _grid_fits(per_axis, d: int) -> None:
+    """Refuse, from a coarse enclosure, a grid with more than MAX_TOKENS tokens before its exact
+    size is computed (an astronomically large ``m`` would need thousands of bits to round)."""
+    from ...core.contexts import BallContext
+
+    ctx = BallContext(64)
+    v = ctx.from_sympy(per_axis)
+    with ctx.scope():
+        if v.is_finite() and v > ctx.rational(MAX_TOKENS + 1):
+            m = v.mid().str(3, radius=False)
+            raise ValueError(f"the grid needs about {m} centres per axis (above the limit of {MAX_TOKENS} tokens); "
+                             "raise eps or lower the Hoelder constant")
+
+
 def constants(inst: Instance) -> Constants:
     """Every constant (docs/shi_liao.md, Constants) at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales."""
     d, alpha, C_H, eps = inst.d, inst.alpha, inst.C_H, inst.eps
     r_g = r_g_of(eps, C_H, alpha)
+    _grid_fits(grid_ratio(d, r_g), d)
     m = _ceiling_exact(grid_ratio(d, r_g))
     P = m**d
     if P > MAX_TOKENS:

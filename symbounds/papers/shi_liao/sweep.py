@@ -58,7 +58,7 @@ def run_instance(spec: dict) -> dict:
         _, cres = certify_instance(inst, CertifyOptions(workers=1))
         row["certificate"] = cres.verdict
         if cres.max_bound is not None and cres.verdict == "proved":
-            row["certified_error"] = decimal_up(cres.max_bound, 6)
+            row["certified_error"] = decimal_up(cres.max_bound, 6)  # an upper bound: rounded up
     row["seconds"] = f"{time.perf_counter() - t0:.2f}"
     return row
 
@@ -128,7 +128,7 @@ def parse_list(text: str, what: str, kind=Fraction) -> list:
     if not parts:
         raise ValueError(f"{what}: expected a comma-separated list")
     if kind is int:
-        if not all(p.isdigit() for p in parts):
+        if not all(p.isascii() and p.isdigit() for p in parts):
             raise ValueError(f"{what}: expected integers, got {text[:40]!r}")
         return [int(p) for p in parts]
     return [str(parse_number(p, what)) for p in parts]

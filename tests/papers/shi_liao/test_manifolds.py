@@ -255,7 +255,7 @@ def test_whole_manifold_certificate(name, ambient):
     K = mi.constants()
     claim, info = certify_on_manifold(K, sl.build(K))
     assert decide(BallContext(128), claim).verdict == "proved" and info["status"] == "proved"
-    assert info["max_bound"] <= float(K.inst.eps)
+    assert Fraction(info["max_bound"]) <= Fraction(int(K.inst.eps.p), int(K.inst.eps.q))
 
 
 def test_whole_manifold_tighter_eps_proved_and_too_tight_refuted():

@@ -80,7 +80,9 @@ def _box(ctx, man, rect) -> tuple[Box, list]:
 def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
                         min_length: Fraction = Fraction(1, 2**24)) -> tuple[Measured, dict]:
     """The claim ``L7.M`` (a ball ``Measured``: the largest box bound against ``eps``) and a summary
-    ``{boxes, max_bound, seconds, counterexample}``."""
+    ``{boxes, max_bound, seconds, status, counterexample}`` (``max_bound``: the largest proved box
+    bound, an exact rational as a string; ``status`` undecided when boxes ran out, never refuted
+    without a counterexample)."""
     man = K.domain.man
     ctx = BallContext(prec)
     eps = Fraction(int(K.inst.eps.p), int(K.inst.eps.q))
@@ -114,14 +116,17 @@ def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
         todo.append(rect[:k] + ((a, m),) + rect[k + 1:])
         todo.append(rect[:k] + ((m, c),) + rect[k + 1:])
     with ctx.scope():
-        if status == "undecided" and worst <= eps:
-            lhs = ctx.convert(eps) + ctx.one  # nothing proved about the rest: never report a pass
+        if status == "undecided":
+            # Some rectangles were never proved, and no point violates the bound: the sup lies
+            # somewhere in [worst, +inf).  A ball straddling eps says exactly that (undecided),
+            # neither a pass nor a refutation.
+            lhs = ctx.convert(min(worst, eps)).union(ctx.convert(max(worst, eps) + 1))
         else:
             lhs = ctx.convert(worst)
         claim = MANIFOLD_CLAIMS["L7.M"].stated(f"|T(x) - g(x)| <= eps for every x on the {man.name} "
                                  f"({boxes} parameter rectangles, Taylor-model boxes)").measured(lhs,
                          ctx.convert(eps))
-    return claim, {"boxes": boxes, "max_bound": float(worst), "seconds": time.perf_counter() - t0,
+    return claim, {"boxes": boxes, "max_bound": str(worst), "seconds": time.perf_counter() - t0,
                    "status": status, "counterexample_angles_over_pi": witness}
 
 
