@@ -124,7 +124,7 @@ def _term(e, declared) -> dict:
                 raise SpecError(f"{e} is used but not declared")
             return {e: Fraction(1)}
         try:
-            return {1: parse_number(e, "number", SpecError)}
+            return {1: parse_number(e)}
         except NumberError:
             raise SpecError(f"{e[:40]!r} is neither a declared variable nor a number") from None
     if not e or not isinstance(e[0], str):
