@@ -90,3 +90,9 @@ def reference(model: dict, x, bits: int = 300):
         if "readout" in model:
             return [Z[model["readout"]["row"]][model["readout"]["column"]]]
         return [Z[r][j] for j in range(len(Z[0])) for r in range(len(Z))]
+
+
+def as_fraction(v):
+    """The exact value of an mpf."""
+    p, q = mpmath.libmp.to_rational(v._mpf_)
+    return Fraction(int(p), int(q))
