@@ -61,8 +61,11 @@ def _onnx():
 
 def _exact(model: Transformer) -> Transformer:
     """The model with plain rational weights (constructions hold SymPy expressions)."""
-    if model.definitions or any(not isinstance(v, (int, Fraction)) for _, a in model.weight_arrays()
-                                for v in _flat(a)):
+    arrays = [a for _, a in model.weight_arrays()]
+    if model.embedding is not None:
+        arrays += [model.embedding.base, model.embedding.E]
+    if model.definitions or any(not isinstance(v, (int, Fraction)) or isinstance(v, bool)
+                                for a in arrays for v in _flat(a)):
         return model_from_json(model_to_json(model, 192))
     return model
 

@@ -195,3 +195,17 @@ def test_readme_example_runs(tmp_path, capsys, monkeypatch):
         code, out, err = run(capsys, *argv[1:])
         assert code == 0, (line, err)
     assert json.loads((tmp_path / "cert.json").read_text())["verdict"] == "proved"
+
+
+def test_spec_left_undecided_exits_3(capsys):
+    code, out, _ = run(capsys, "certify", "--model", MODEL, "--spec", data_path("holds.vnnlib"), "--max-boxes", "1")
+    assert code == 3 and "verdict: undecided" in out
+
+
+def test_missing_onnx_extra_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if the extra were not installed
+    code, out, err = run(capsys, "export", MODEL, "--onnx", tmp_path / "m.onnx")
+    assert code == 2 and err.count("\n") == 1 and "symbounds[onnx]" in err
+    assert not (tmp_path / "m.onnx").exists()
