@@ -14,8 +14,10 @@ runs.  Tokens are *rows* there, as in the usual frameworks: the state is ``X = Z
 Weights are rounded to the nearest float64 once (the exported graph is a float64 copy).
 
 **Import** (:func:`import_onnx`) reads a graph of MatMul/Gemm, Add, Sub, Mul, Div (by constants),
-Relu, Softmax (last axis), Transpose (of a key matrix), Reshape (of the vector input, or keeping the
-shape), Concat (last axis), Gather (the readout), Constant, Identity and initializers, and turns it
+Relu, Softmax (last axis), Transpose (of keys; between tokens and heads), Reshape (of the vector
+input; into heads ``[n, h, dk]`` and back), Concat, Split and Slice (along the features: a fused
+q/k/v projection), Gather (the readout), Constant, Identity and initializers, with tokens ``[n, D]``
+or a batch of one ``[1, n, D]``, and turns it
 into a model file: each tensor is tracked as a token-wise affine map of the current residual state
 plus ReLU units and attention heads (``X M + 1 c^T + sum relu(X M1 + b1) W + sum_h P_h X Mv_h
 Wo_h``); when a tensor is used twice (a residual stream) or by a non-linearity it becomes the next
@@ -24,8 +26,8 @@ identity becomes pairs of ReLU units ``relu(l.z) - relu(-l.z)``, which the engin
 linear map they are).  A key bias is dropped (it shifts each softmax row by a constant), a value
 bias becomes a bias after the heads (softmax rows sum to 1).  Every float weight is taken as its
 exact binary rational (``Fraction(float)`` is exact).  Anything else is refused with one line
-naming the node and its operation.  Layer norms, query biases, reshapes into separate heads and
-graphs with several inputs are not supported.
+naming the node and its operation.  Layer norms, query biases, masks, dynamic shapes (Shape,
+Unsqueeze) and graphs with several inputs are not supported.
 """
 
 from __future__ import annotations
@@ -221,6 +223,14 @@ class _Scores(_Probs):
     pass
 
 
+class _Heads:
+    """Per-head tensors after a reshape into heads: ``layout`` "tokens" ``[n, h, dk]``, "heads"
+    ``[h, n, dk]`` or "keys" ``[h, dk, n]`` (``items``: one value per head)."""
+
+    def __init__(self, items, layout, rank):
+        self.items, self.layout, self.rank = items, layout, rank
+
+
 class _XIn:  # the vector input x (shape [d]) times M (d x k), as a row [1, k]
     def __init__(self, M, row):
         self.M, self.row = M, row
@@ -350,7 +360,8 @@ class _Importer:
                 root.materialised = self.materialise(root, where)
             v = root.materialised
             for kind, arg in ops:
-                v = {"matmul": self.aff_matmul, "scale": self.aff_scale, "bias": self._bias}[kind](v, arg)
+                v = {"matmul": self.aff_matmul, "scale": self.aff_scale, "bias": self._bias,
+                     "cols": self.aff_cols}[kind](v, arg)
         if v.state != self.state:
             raise OnnxError(f"{where}: uses a tensor of an earlier layer (not a sequential stack of layers)")
         if not v.affine():
@@ -400,6 +411,53 @@ class _Importer:
             raise OnnxError(f"{where}: only a bias broadcast over the tokens can be added")
         return self._bias(v, arr)
 
+    def scores(self, a: _Aff, b: _KT, where) -> _Scores:
+        q, k = self.as_affine(a, where), self.as_affine(b.aff, where)
+        if any(x != 0 for x in q.c):
+            raise OnnxError(f"{where}: a query bias cannot be expressed in a model file")
+        if q.state != k.state:
+            raise OnnxError(f"{where}: queries and keys from different layers")
+        return _Scores(q.state, q.L, k.L)  # a key bias shifts each row by a constant: dropped
+
+    def attend(self, a: _Probs, b: _Aff, where) -> _Aff:
+        if not isinstance(a, _Probs) or isinstance(a, _Scores):
+            raise OnnxError(f"{where}: expected attention weights (a softmax of scores)")
+        v = self.as_affine(b, where)
+        if v.state != a.state:
+            raise OnnxError(f"{where}: values and scores from different layers")
+        # P (X Mv + 1 c^T) = P X Mv + 1 c^T (softmax rows sum to 1)
+        return _Aff(v.state, self.zeros(self.width, v.k), v.c.copy(), [],
+                    [(a.Mq, a.Mk, v.L, self.eye(v.k), a.kind)], v.rank)
+
+    def aff_cols(self, v: _Aff, span):
+        a, b = span
+        return _Aff(v.state, v.L[:, a:b], v.c[a:b], [(M1, b1, W[:, a:b]) for M1, b1, W in v.relus],
+                    [(Mq, Mk, Mv, Wo[:, a:b], kd) for Mq, Mk, Mv, Wo, kd in v.heads], v.rank,
+                    self._chain(v, "cols", span))
+
+    def concat(self, args, where) -> _Aff:
+        if len({x.state for x in args}) != 1:
+            raise OnnxError(f"{where}: concatenates tensors of different layers")
+        ks = [x.k for x in args]
+        total = sum(ks)
+        L = self.zeros(self.width, total)
+        c = self.zeros(total)
+        relus, heads = [], []
+        off = 0
+        for x, kx in zip(args, ks):
+            L[:, off:off + kx] = x.L
+            c[off:off + kx] = x.c
+            for M1, b1, W in x.relus:
+                W2 = self.zeros(W.shape[0], total)
+                W2[:, off:off + kx] = W
+                relus.append((M1, b1, W2))
+            for Mq, Mk, Mv, Wo, kd in x.heads:
+                W2 = self.zeros(Wo.shape[0], total)
+                W2[:, off:off + kx] = Wo
+                heads.append((Mq, Mk, Mv, W2, kd))
+            off += kx
+        return _Aff(args[0].state, L, c, relus, heads, args[0].rank)
+
     # --- the graph --------------------------------------------------------------------------------
     def run(self) -> Transformer:
         np = self.np
@@ -443,13 +501,16 @@ class _Importer:
                 if i not in vals:
                     raise OnnxError(f"{where}: unknown input {i!r}")
                 args.append(vals[i])
-            out = self.op(nd, args, where)
-            if len(nd.output) != 1:
-                raise OnnxError(f"{where}: nodes with several outputs are not supported")
-            if isinstance(out, _Aff) and not out.affine() and (uses.get(nd.output[0], 0) > 1 or
-                                                                nd.output[0] == g.output[0].name):
-                out = self.materialise(out, where)
-            vals[nd.output[0]] = out
+            outs = self.op(nd, args, where)
+            if not isinstance(outs, list):
+                outs = [outs]
+            if len(outs) != len(nd.output):
+                raise OnnxError(f"{where}: expected {len(outs)} output(s), the node has {len(nd.output)}")
+            for name, out in zip(nd.output, outs):
+                if isinstance(out, _Aff) and not out.affine() and (uses.get(name, 0) > 1 or
+                                                                    name == g.output[0].name):
+                    out = self.materialise(out, where)
+                vals[name] = out
         res = vals.get(g.output[0].name)
         readout = None
         if isinstance(res, _Out):
@@ -472,7 +533,7 @@ class _Importer:
         np = self.np
         op = nd.op_type
         allowed = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Softmax", "Transpose", "Reshape",
-                   "Concat", "Constant", "Identity", "Gather"}
+                   "Concat", "Constant", "Identity", "Gather", "Split", "Slice"}
         if op not in allowed:
             raise OnnxError(f"{where}: operation {op} cannot be expressed in a model file")
         if nd.domain not in ("", "ai.onnx"):
@@ -499,17 +560,16 @@ class _Importer:
                     raise OnnxError(f"{where}: shape mismatch ({a.k} columns times {b.a.shape[0]} rows)")
                 out = self.aff_matmul(a, b.a)
             elif isinstance(a, _Aff) and isinstance(b, _KT):
-                q, k = self.as_affine(a, where), self.as_affine(b.aff, where)
-                if any(x != 0 for x in q.c):
-                    raise OnnxError(f"{where}: a query bias cannot be expressed in a model file")
-                out = _Scores(q.state, q.L, k.L)  # a key bias shifts each row by a constant: dropped
+                out = self.scores(a, b, where)
             elif isinstance(a, _Probs) and not isinstance(a, _Scores) and isinstance(b, _Aff):
-                v = self.as_affine(b, where)
-                if v.state != a.state:
-                    raise OnnxError(f"{where}: values and scores from different layers")
-                # P (X Mv + 1 c^T) = P X Mv + 1 c^T (softmax rows sum to 1)
-                out = _Aff(v.state, self.zeros(self.width, v.k), v.c.copy(), [],
-                           [(a.Mq, a.Mk, v.L, self.eye(v.k), a.kind)], v.rank)
+                out = self.attend(a, b, where)
+            elif isinstance(a, _Heads) and isinstance(b, _Heads) and len(a.items) == len(b.items):
+                if a.layout == "heads" and b.layout == "keys":
+                    out = _Heads([self.scores(q, k, where) for q, k in zip(a.items, b.items)], "heads", a.rank)
+                elif a.layout == "heads" and b.layout == "heads" and isinstance(a.items[0], _Probs):
+                    out = _Heads([self.attend(p, v, where) for p, v in zip(a.items, b.items)], "heads", a.rank)
+                else:
+                    raise OnnxError(f"{where}: unsupported product of per-head tensors")
             elif isinstance(a, _XIn) and isinstance(b, _Const) and a.row and b.a.ndim == 2:
                 out = _XIn(a.M.dot(b.a), row=True)
             elif isinstance(a, _Const) and isinstance(b, _XIn) and b.row and a.a.ndim == 2 and a.a.shape[1] == 1:
@@ -567,6 +627,8 @@ class _Importer:
                 return self.aff_scale(v, s)
             if isinstance(v, _Scores):
                 return _Scores(v.state, v.Mq * s, v.Mk)
+            if isinstance(v, _Heads) and all(isinstance(x, _Scores) for x in v.items):
+                return _Heads([_Scores(x.state, x.Mq * s, x.Mk) for x in v.items], v.layout, v.rank)
             if isinstance(v, _Const):
                 return _Const(v.a * s)
             raise OnnxError(f"{where}: unsupported operand")
@@ -576,6 +638,9 @@ class _Importer:
                         v.rank)
         if op == "Softmax":
             axis = self.attr(nd, "axis", -1)
+            if isinstance(a, _Heads) and all(isinstance(x, _Scores) for x in a.items) and \
+                    axis in (-1, a.rank):
+                return _Heads([_Probs(x.state, x.Mq, x.Mk, "softmax") for x in a.items], a.layout, a.rank)
             if not isinstance(a, _Scores) or axis not in (-1, 1, 2):
                 raise OnnxError(f"{where}: softmax of attention scores along the last axis only")
             return _Probs(a.state, a.Mq, a.Mk, "softmax")
@@ -583,6 +648,17 @@ class _Importer:
             perm = list(self.attr(nd, "perm", []) or [])
             if isinstance(a, _Aff) and perm in ([1, 0], [0, 2, 1]):
                 return _KT(a)
+            if isinstance(a, _Heads):
+                # rank 2 tokens [n, D] -> [n, h, dk]; with a batch of one [1, n, D] -> [1, n, h, dk]
+                base = [] if a.rank == 2 else [0]
+                o = len(base)
+                swap_nh = base + [o + 1, o, o + 2]  # [n, h, dk] <-> [h, n, dk]
+                keys = base + [o, o + 2, o + 1]  # [h, n, dk] -> [h, dk, n]
+                to_keys = base + [o + 1, o + 2, o]  # [n, h, dk] -> [h, dk, n]
+                if perm == swap_nh and a.layout in ("tokens", "heads"):
+                    return _Heads(a.items, "heads" if a.layout == "tokens" else "tokens", a.rank)
+                if (perm == keys and a.layout == "heads") or (perm == to_keys and a.layout == "tokens"):
+                    return _Heads([_KT(x) for x in a.items], "keys", a.rank)
             if isinstance(a, _Const) and a.a.ndim == 2:
                 return _Const(a.a.T)
             raise OnnxError(f"{where}: only the transpose of a key matrix (last two axes) is supported")
@@ -598,32 +674,61 @@ class _Importer:
                 return _Const(a.a.reshape(shape))
             if isinstance(a, _Aff) and len(shape) == a.rank and shape[-1] in (a.k, -1):
                 return a
+            if isinstance(a, _Aff) and len(shape) == a.rank + 1:  # [.., n, h, dk]: split into heads
+                h, dk = shape[-2], shape[-1]
+                if h == -1 and dk > 0 and a.k % dk == 0:
+                    h = a.k // dk
+                if dk == -1 and h > 0 and a.k % h == 0:
+                    dk = a.k // h
+                if h <= 0 or dk <= 0 or h * dk != a.k:
+                    raise OnnxError(f"{where}: cannot split {a.k} features into heads of shape {shape[-2:]}")
+                return _Heads([self.aff_cols(a, (i * dk, (i + 1) * dk)) for i in range(h)], "tokens", a.rank)
+            if isinstance(a, _Heads) and a.layout == "tokens" and len(shape) == a.rank and \
+                    all(isinstance(x, _Aff) for x in a.items):
+                out = self.concat(a.items, where)
+                if shape[-1] not in (out.k, -1):
+                    raise OnnxError(f"{where}: cannot merge the heads into {shape[-1]} features")
+                return out
             raise OnnxError(f"{where}: only reshapes that keep the token layout are supported")
         if op == "Concat":
             axis = self.attr(nd, "axis")
             if not all(isinstance(x, _Aff) for x in args) or axis not in (-1, args[0].rank - 1):
                 raise OnnxError(f"{where}: only the concatenation of token tensors along the features")
-            if len({x.state for x in args}) != 1:
-                raise OnnxError(f"{where}: concatenates tensors of different layers")
-            ks = [x.k for x in args]
-            total = sum(ks)
-            L = self.zeros(self.width, total)
-            c = self.zeros(total)
-            relus, heads = [], []
-            off = 0
-            for x, kx in zip(args, ks):
-                L[:, off:off + kx] = x.L
-                c[off:off + kx] = x.c
-                for M1, b1, W in x.relus:
-                    W2 = self.zeros(W.shape[0], total)
-                    W2[:, off:off + kx] = W
-                    relus.append((M1, b1, W2))
-                for Mq, Mk, Mv, Wo, kd in x.heads:
-                    W2 = self.zeros(Wo.shape[0], total)
-                    W2[:, off:off + kx] = Wo
-                    heads.append((Mq, Mk, Mv, W2, kd))
-                off += kx
-            return _Aff(args[0].state, L, c, relus, heads, args[0].rank)
+            return self.concat(args, where)
+        if op == "Split":
+            axis = self.attr(nd, "axis", 0)
+            if not isinstance(a, _Aff) or axis not in (-1, a.rank - 1):
+                raise OnnxError(f"{where}: only a split of a token tensor along the features")
+            sizes = self.attr(nd, "split")
+            if sizes is None and b is not None:
+                if not isinstance(b, _Const):
+                    raise OnnxError(f"{where}: the split sizes must be constant")
+                sizes = [int(x) for x in b.a.flat]
+            if sizes is None:
+                parts = self.attr(nd, "num_outputs", len(nd.output))
+                if a.k % parts:
+                    raise OnnxError(f"{where}: {a.k} features do not split into {parts} equal parts")
+                sizes = [a.k // parts] * parts
+            if sum(sizes) != a.k or any(x <= 0 for x in sizes):
+                raise OnnxError(f"{where}: split sizes {sizes} do not add up to {a.k}")
+            out, off = [], 0
+            for x in sizes:
+                out.append(self.aff_cols(a, (off, off + x)))
+                off += x
+            return out
+        if op == "Slice":
+            consts = args[1:]
+            if not isinstance(a, _Aff) or not all(isinstance(x, _Const) for x in consts if x is not None):
+                raise OnnxError(f"{where}: only a constant slice of a token tensor along the features")
+            starts, ends = [int(x) for x in consts[0].a.flat], [int(x) for x in consts[1].a.flat]
+            axes = [int(x) for x in consts[2].a.flat] if len(consts) > 2 and consts[2] is not None else [0]
+            steps = [int(x) for x in consts[3].a.flat] if len(consts) > 3 and consts[3] is not None else [1]
+            if len(starts) != 1 or axes[0] not in (-1, a.rank - 1) or steps != [1]:
+                raise OnnxError(f"{where}: only a slice of the feature axis with step 1")
+            lo_, hi_, _ = slice(starts[0], ends[0]).indices(a.k)
+            if hi_ <= lo_:
+                raise OnnxError(f"{where}: an empty slice")
+            return self.aff_cols(a, (lo_, hi_))
         if op == "Gather":
             if self.attr(nd, "axis", 0) != 0 or not isinstance(b, _Const) or b.a.size != 1 or b.a.ndim != 0:
                 raise OnnxError(f"{where}: only the readout (one token, then one feature) is supported")

@@ -157,3 +157,85 @@ def test_unsupported_operation_is_named():
                               [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [2, 2])])
     with pytest.raises(OnnxError, match=r"node 'act' \(Tanh\): operation Tanh"):
         onnx_to_model(helper.make_model(graph))
+
+
+def fused_heads_block(n=3, D=4, h=2, seed=3, slice_v=False, batch=False):
+    """Multi-head attention as fused-projection exports write it: one input projection, Split into
+    q, k, v (or Slice), Reshape into heads, Transpose, batched MatMul, Softmax, merge back."""
+    dk = D // h
+    rng = np.random.default_rng(seed)
+    w = lambda *s: rng.normal(0, 0.5, size=s)
+    inits = []
+
+    def init(name, arr, dtype=np.float64):
+        inits.append(numpy_helper.from_array(np.asarray(arr, dtype=dtype), name))
+        return name
+
+    b_in = w(3 * D)
+    b_in[:D] = 0  # no query bias (it cannot be written in a model file)
+    nodes = [helper.make_node("MatMul", ["X", init("W_in", w(D, 3 * D))], ["p0"]),
+             helper.make_node("Add", ["p0", init("b_in", b_in)], ["p"])]
+    if slice_v:
+        for nm, (a, b) in zip("qkv", [(0, D), (D, 2 * D), (2 * D, 3 * D)]):
+            nodes.append(helper.make_node("Slice", ["p", init(f"s{nm}", [a], np.int64), init(f"e{nm}", [b], np.int64),
+                                                    init(f"a{nm}", [-1], np.int64)], [nm]))
+    else:
+        nodes.append(helper.make_node("Split", ["p", init("sizes", [D, D, D], np.int64)], ["q", "k", "v"], axis=-1))
+    B = [1] if batch else []
+    o = len(B)
+    heads_shape = init("hs", B + [n, h, dk], np.int64)
+    for nm in "qkv":
+        nodes.append(helper.make_node("Reshape", [nm, heads_shape], [f"{nm}r"]))
+    nodes += [
+        helper.make_node("Transpose", ["qr"], ["qh"], perm=[0] * o + [o + 1, o, o + 2]),
+        helper.make_node("Transpose", ["kr"], ["kt"], perm=[0] * o + [o + 1, o + 2, o]),
+        helper.make_node("Transpose", ["vr"], ["vh"], perm=[0] * o + [o + 1, o, o + 2]),
+        helper.make_node("MatMul", ["qh", "kt"], ["s0"]),
+        helper.make_node("Mul", ["s0", init("scale", 1 / np.sqrt(dk))], ["s"]),
+        helper.make_node("Softmax", ["s"], ["pr"], axis=-1),
+        helper.make_node("MatMul", ["pr", "vh"], ["oh"]),
+        helper.make_node("Transpose", ["oh"], ["ot"], perm=[0] * o + [o + 1, o, o + 2]),
+        helper.make_node("Reshape", ["ot", init("flat", B + [n, D], np.int64)], ["o"]),
+        helper.make_node("MatMul", ["o", init("W_out", w(D, D))], ["a0"]),
+        helper.make_node("Add", ["a0", init("b_out", w(D))], ["a"]),
+        helper.make_node("Add", ["X", "a"], ["Y"]),
+    ]
+    graph = helper.make_graph(nodes, "mha", [helper.make_tensor_value_info("X", TensorProto.DOUBLE, B + [n, D])],
+                              [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, B + [n, D])], initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    return proto
+
+
+@pytest.mark.parametrize("slice_v, batch", [(False, False), (True, False), (False, True)])
+def test_fused_multi_head_block_is_imported_and_bounded(slice_v, batch):
+    n, D = 3, 4
+    proto = fused_heads_block(n, D, slice_v=slice_v, batch=batch)
+    model = onnx_to_model(proto)
+    heads = [l for l in model.layers if type(l).__name__ == "Attention"]
+    assert len(heads) == 1 and len(heads[0].heads) == 2
+    sess = session(proto)
+    rng = np.random.default_rng(11)
+    centre = rng.normal(0, 1, size=(n, D))
+    r = 1 / 64
+    lo = [Fraction(float(v)) - Fraction(r) for v in centre.flat]
+    hi = [Fraction(float(v)) + Fraction(r) for v in centre.flat]
+    res = bound(model, lo, hi, split=1)
+    for _ in range(200):
+        X = centre + rng.uniform(-r, r, size=(n, D))
+        y = sess.run(None, {"X": X[None] if batch else X})[0]
+        for i, v in enumerate(y.flat):
+            assert float(res.lower[i]) - 1e-12 <= v <= float(res.upper[i]) + 1e-12
+    assert max(float(b - a) for a, b in zip(res.lower, res.upper)) < 1
+
+
+def test_query_bias_is_refused_naming_the_node():
+    proto = fused_heads_block()
+    for t in proto.graph.initializer:
+        if t.name == "b_in":
+            arr = numpy_helper.to_array(t).copy()
+            arr[0] = 0.25
+            t.CopyFrom(numpy_helper.from_array(arr, "b_in"))
+    with pytest.raises(OnnxError, match=r"\(MatMul\): a query bias"):
+        onnx_to_model(proto)
