@@ -126,9 +126,9 @@ def run_model_certify(args) -> int:
     """``certify --model MODEL (--target EXPR --eps E | --spec SPEC)``."""
     if args.model is None:
         raise UsageError("--spec needs --model MODEL.json")
-    for flag in ("d", "alpha", "holder", "bound", "M", "Mg"):
+    for flag in ("d", "alpha", "holder", "bound", "M", "Mg"):  # the construction's instance flags
         if getattr(args, flag, None) is not None:
-            raise UsageError(f"--{flag.lower() if flag != 'Mg' else 'Mg'}: not used with --model")
+            raise UsageError(f"--{flag}: not used with --model (the model file is the network)")
     prec = _prec(args.prec)
     if args.spec is not None:
         if args.target is not None or args.eps is not None or args.out is not None:

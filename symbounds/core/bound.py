@@ -34,6 +34,7 @@ from fractions import Fraction
 from .boxes import Box, CertifyOptions, CertifyResult, certify_model
 from .certificate import CertificateError, make_certificate
 from .contexts import BallContext, Undecided
+from .exact import NumberError, parse_number
 from .modelfile import ModelFileError, model_from_json, model_to_json
 from .taylor import TaylorContext
 from .transformer import Transformer, forward
@@ -45,7 +46,7 @@ __all__ = ["BoundError", "BoundResult", "bound", "input_dimension", "sub_boxes",
 MAX_BOXES = 1 << 16
 
 
-class BoundError(ValueError):
+class BoundError(NumberError):
     """A box or option that cannot be used (one line naming the problem)."""
 
 
@@ -80,9 +81,18 @@ def _token_shape(model: Transformer, m: int) -> tuple[int, int]:
     return D, m // D
 
 
+def _end(v, what) -> Fraction:
+    if isinstance(v, str):
+        return parse_number(v, what, BoundError)
+    if isinstance(v, (int, Fraction)) and not isinstance(v, bool):
+        return Fraction(v)
+    raise BoundError(f"{what}: expected an int, a Fraction or a string like '1/2' "
+                     f"(a {type(v).__name__} is not exact)")
+
+
 def _check_box(model: Transformer, lo, hi) -> Box:
-    lo = tuple(Fraction(v) for v in lo)
-    hi = tuple(Fraction(v) for v in hi)
+    lo = tuple(_end(v, f"lower end {i}") for i, v in enumerate(lo))
+    hi = tuple(_end(v, f"upper end {i}") for i, v in enumerate(hi))
     if len(lo) != len(hi) or not lo:
         raise BoundError("the box needs as many lower as upper ends (at least one)")
     for i, (a, b) in enumerate(zip(lo, hi)):

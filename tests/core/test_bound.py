@@ -124,3 +124,12 @@ def test_one_model_object_over_boxes_of_different_sizes():
     assert res.method == "taylor"
     rng = random.Random(4)
     encloses(res, mj, [sample(rng, lo, hi) for _ in range(300)] + [lo, hi, [lo[0], hi[1]], [hi[0], lo[1]]])
+
+
+def test_box_ends_are_exact():
+    mj = load("residual_model.json")
+    a = bound(mj, ["0", "1/4"], ["0.5", "1/2"])
+    b = bound(mj, [0, Fraction(1, 4)], [Fraction(1, 2), Fraction(1, 2)])
+    assert (a.lower, a.upper) == (b.lower, b.upper)
+    with pytest.raises(BoundError, match="not exact"):
+        bound(mj, [0.0, 0.25], [0.5, 0.5])
