@@ -501,7 +501,13 @@ class _Importer:
                 if i not in vals:
                     raise OnnxError(f"{where}: unknown input {i!r}")
                 args.append(vals[i])
-            outs = self.op(nd, args, where)
+            try:
+                outs = self.op(nd, args, where)
+            except OnnxError:
+                raise
+            except (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError) as e:
+                # shapes that do not fit (numpy's own errors), malformed attributes
+                raise OnnxError(f"{where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
             if not isinstance(outs, list):
                 outs = [outs]
             if len(outs) != len(nd.output):

@@ -187,6 +187,13 @@ def _constraint(lin, strict) -> Constraint:
 
 def parse_vnnlib(text: str) -> Spec:
     """Read a property (see the module docstring); raises :class:`SpecError`."""
+    try:
+        return _parse(text)
+    except RecursionError:
+        raise SpecError("expressions nested too deeply") from None
+
+
+def _parse(text: str) -> Spec:
     if len(text) > MAX_SPEC:
         raise SpecError(f"property file too large ({len(text)} characters)")
     declared: dict = {}

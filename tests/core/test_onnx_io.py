@@ -239,3 +239,21 @@ def test_query_bias_is_refused_naming_the_node():
             t.CopyFrom(numpy_helper.from_array(arr, "b_in"))
     with pytest.raises(OnnxError, match=r"\(MatMul\): a query bias"):
         onnx_to_model(proto)
+
+
+@pytest.mark.parametrize("nodes, inits, fragment", [
+    # constant shapes that do not fit
+    ([helper.make_node("MatMul", ["X", "W"], ["Y"], name="mm")], {"W": np.ones((3, 2))}, "node 'mm' (MatMul)"),
+    ([helper.make_node("Add", ["X", "b"], ["Y"], name="add")], {"b": np.ones(5)}, "node 'add' (Add)"),
+    # a bare input is no layer
+    ([helper.make_node("Identity", ["X"], ["Y"], name="id")], {}, "no attention or feed-forward layer"),
+    # a softmax of something that is not attention scores
+    ([helper.make_node("Softmax", ["X"], ["Y"], name="sm")], {}, "node 'sm' (Softmax)"),
+])
+def test_malformed_graphs_are_one_line_errors(nodes, inits, fragment):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [2, 2])],
+                              [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [2, 2])],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    with pytest.raises(OnnxError) as info:
+        onnx_to_model(helper.make_model(graph))
+    assert fragment in str(info.value) and "\n" not in str(info.value)

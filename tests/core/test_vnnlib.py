@@ -93,3 +93,9 @@ def test_output_count_must_match_the_model():
                         + "(assert (and (>= X_0 0) (<= X_0 1) (>= X_1 0) (<= X_1 1)))(assert (<= Y_1 0))")
     with pytest.raises(SpecError, match="outputs"):
         verify(model_from_json(load("residual_model.json")), spec)
+
+
+def test_deep_nesting_is_one_line():
+    deep = "(+ " * 5000 + "Y_0" + ")" * 5000
+    with pytest.raises(SpecError, match="nested too deeply"):
+        parse_vnnlib(HEAD + f"(assert (<= {deep} 1))")
