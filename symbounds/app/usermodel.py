@@ -48,7 +48,7 @@ def add_model_commands(sub) -> None:
 def add_model_certify_arguments(c) -> None:
     c.add_argument("--model", default=None, metavar="MODEL.json",
                    help="certify a model file instead of a construction (with --target and --eps, or --spec)")
-    c.add_argument("--spec", default=None, metavar="SPEC.vnnlib",
+    c.add_argument("--spec", default=None, metavar="PROP.vnnlib",
                    help="with --model: prove that no input of the property's box reaches its unsafe outputs")
 
 
@@ -123,7 +123,7 @@ def _bound(args) -> int:
 
 
 def run_model_certify(args) -> int:
-    """``certify --model MODEL (--target EXPR --eps E | --spec SPEC)``."""
+    """``certify --model MODEL (--target EXPR --eps E | --spec PROP)``."""
     if args.model is None:
         raise UsageError("--spec needs --model MODEL.json")
     for flag in ("d", "alpha", "holder", "bound", "M", "Mg"):  # the construction's instance flags
@@ -135,7 +135,7 @@ def run_model_certify(args) -> int:
             raise UsageError("--spec replaces --target, --eps and --out")
         return _certify_spec(args, prec)
     if args.target is None or args.eps is None:
-        raise UsageError("--model needs --target EXPR and --eps E (or --spec SPEC.vnnlib)")
+        raise UsageError("--model needs --target EXPR and --eps E (or --spec PROP.vnnlib)")
     eps = number(args.eps, "--eps")
     if not (0 < eps < 1):
         raise UsageError("--eps must lie in (0, 1)")
