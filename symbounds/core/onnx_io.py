@@ -344,7 +344,8 @@ class _Importer:
                 b1 += [Fraction(0), Fraction(0)]
                 W2cols += [unit, tuple(-x for x in unit)]
         if not W1:  # only a bias: one idle unit
-            W1, b1, W2cols = [tuple(Fraction(0) for _ in range(D))], [Fraction(0)], [tuple(Fraction(0) for _ in range(k))]
+            W1, b1 = [tuple(Fraction(0) for _ in range(D))], [Fraction(0)]
+            W2cols = [tuple(Fraction(0) for _ in range(k))]
         W2 = tuple(zip(*W2cols))
         self.layers.append(FeedForward(tuple(W1), tuple(b1), W2, tuple(v.c), skip))
         self.state += 1
