@@ -257,3 +257,29 @@ def test_malformed_graphs_are_one_line_errors(nodes, inits, fragment):
     with pytest.raises(OnnxError) as info:
         onnx_to_model(helper.make_model(graph))
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_general_linear_skip_becomes_relu_pairs():
+    """``relu(X W1 + b1) W2 + X A`` with a general matrix ``A``: the linear part is written as
+    pairs of ReLU units, and the imported model computes the graph's function."""
+    rng = np.random.default_rng(5)
+    n, D, h = 2, 3, 4
+    inits = {"W1": rng.normal(size=(D, h)), "b1": rng.normal(size=h), "W2": rng.normal(size=(h, D)),
+             "A": rng.normal(size=(D, D))}
+    nodes = [helper.make_node("MatMul", ["X", "W1"], ["h0"]), helper.make_node("Add", ["h0", "b1"], ["h1"]),
+             helper.make_node("Relu", ["h1"], ["h"]), helper.make_node("MatMul", ["h", "W2"], ["f"]),
+             helper.make_node("MatMul", ["X", "A"], ["s"]), helper.make_node("Add", ["f", "s"], ["Y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [n, D])],
+                              [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [n, D])],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    model = onnx_to_model(proto)
+    (layer,) = model.layers
+    assert len(layer.W1) == h + 2 * D and layer.skip == 0
+    X = rng.normal(size=(n, D))
+    y = session(proto).run(None, {"X": X})[0]
+    ball = BallContext(128)
+    with ball.scope():
+        Z = forward(ball, model, [[ball.convert(Fraction(float(X[j, r]))) for j in range(n)] for r in range(D)])
+    assert max(abs(float(Z[r][j].mid()) - y[j, r]) for j in range(n) for r in range(D)) < 1e-12
