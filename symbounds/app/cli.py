@@ -35,6 +35,7 @@ from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders,
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
 from .report import interp_json, interp_text, pou_json, pou_text, tighten_json, tighten_text
+from .usermodel import MODEL_COMMANDS, add_model_certify_arguments, add_model_commands, run_model_certify
 
 __all__ = ["main"]
 
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default=None, metavar="CERT.json", help="write the certificate")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_model_certify_arguments(c)
     k = sub.add_parser("check", help="re-verify a certificate written by symbounds certify")
     k.add_argument("certificate", metavar="CERT.json")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -109,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="TABLE.csv", help="write TABLE.csv and TABLE.json")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    add_model_commands(sub)
     add_latex_arguments(sub.add_parser(
         "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
     add_plot_arguments(sub.add_parser(
@@ -138,6 +141,8 @@ def _rate(args) -> int:
 
 
 def _certify(args) -> int:
+    if args.model is not None or args.spec is not None:
+        return run_model_certify(args)
     inst = instance(args)
     if not (MIN_CERT_PREC <= args.prec <= MAX_PREC_LIMIT):
         raise UsageError(f"--prec {args.prec}: use between {MIN_CERT_PREC} and {MAX_PREC_LIMIT} bits (below "
@@ -432,7 +437,7 @@ def main(argv=None) -> int:
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
-                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten}
+                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, **MODEL_COMMANDS}
         return commands[args.command](args)
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

@@ -7,6 +7,7 @@ A new construction is a folder holding a :class:`~symbounds.core.paper.Paper` an
 
 from __future__ import annotations
 
+from ..core.bound import rebuild as _model_rebuild
 from ..core.certificate import CertificateError
 from ..core.certificate import check_certificate as _check
 from ..core.paper import Paper
@@ -22,6 +23,8 @@ __all__ = ["CATALOGUE", "check_certificate"]
 def check_certificate(cert: dict, prec: int | None = None, progress=None) -> dict:
     """Re-verify a certificate with the construction it names (``construction`` field)."""
     key = cert.get("construction") if isinstance(cert, dict) else None
+    if key == "model":  # a user's network: the embedded model is the network, no grid assumptions
+        return _check(cert, _model_rebuild, prec, progress)
     paper = CATALOGUE.get(key) if isinstance(key, str) else None
     if paper is None or paper.rebuild is None:
         raise CertificateError(f"unknown construction {str(key)[:40]!r}: not one whose certificates can be checked")

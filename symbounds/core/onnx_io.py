@@ -1,0 +1,771 @@
+"""ONNX in and out (optional extra ``symbounds[onnx]``: onnx, onnxruntime).
+
+**Export** (:func:`export_onnx`) writes a model as a float64 ONNX graph (opset 17) that onnxruntime
+runs.  Tokens are *rows* there, as in the usual frameworks: the state is ``X = Z^T`` (``n x D``).
+
+* vector input ``x`` (shape ``[d]``): ``X_0 = base^T + e_c (x E^T)`` (``e_c`` the one-hot column
+  of the embedding's token ``c``); token input ``X`` (shape ``[n, D]``, ``X[j, r] = Z_0[r, j]``);
+* attention: per head ``S = (X W_Q^T)(X W_K^T)^T / tau``, ``P = softmax(S)`` along the last axis
+  (hardmax: the indicator of the row maxima divided by their number, ties averaged as in the model
+  file), ``X' = rho X + sum_h P (X W_V^T) W_O^T``;
+* feed-forward: ``X' = eta X + relu(X W1^T + b1) W2^T + b2``;
+* output ``y`` (shape ``[1]``): the readout ``X[column, row]``; without a readout, ``Y = X_L``.
+
+Weights are rounded to the nearest float64 once (the exported graph is a float64 copy).
+
+**Import** (:func:`import_onnx`) reads a graph of MatMul/Gemm, Add, Sub, Mul, Div (by constants),
+Relu, Softmax (last axis), Transpose (of keys; between tokens and heads), Reshape (of the vector
+input; into heads ``[n, h, dk]`` and back), Concat, Split and Slice (along the features: a fused
+q/k/v projection), Gather (the readout), Constant, Identity and initializers, with tokens ``[n, D]``
+or a batch of one ``[1, n, D]``, and turns it
+into a model file: each tensor is tracked as a token-wise affine map of the current residual state
+plus ReLU units and attention heads (``X M + 1 c^T + sum relu(X M1 + b1) W + sum_h P_h X Mv_h
+Wo_h``); when a tensor is used twice (a residual stream) or by a non-linearity it becomes the next
+state, emitting one attention or feed-forward layer (a linear map that is not a multiple of the
+identity becomes pairs of ReLU units ``relu(l.z) - relu(-l.z)``, which the engine evaluates as the
+linear map they are).  A key bias is dropped (it shifts each softmax row by a constant), a value
+bias becomes a bias after the heads (softmax rows sum to 1).  Every float weight is taken as its
+exact binary rational (``Fraction(float)`` is exact).  Anything else is refused with one line
+naming the node and its operation.  Layer norms, query biases, masks, dynamic shapes (Shape,
+Unsqueeze) and graphs with several inputs are not supported.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from .exact import NumberError
+from .modelfile import model_from_json, model_to_json
+from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+
+__all__ = ["OnnxError", "export_onnx", "import_onnx", "model_to_onnx", "onnx_to_model"]
+
+OPSET = 17
+
+
+class OnnxError(NumberError):
+    """An ONNX file that cannot be read or written (one line naming the problem)."""
+
+
+def _onnx():
+    try:
+        import numpy as np
+        import onnx
+        from onnx import helper, numpy_helper
+    except ImportError:
+        raise OnnxError("ONNX support needs the optional dependency: pip install 'symbounds[onnx]'") from None
+    return onnx, helper, numpy_helper, np
+
+
+# ------------------------------------------------------------------------------------------
+# export
+
+
+def _exact(model: Transformer) -> Transformer:
+    """The model with plain rational weights (constructions hold SymPy expressions)."""
+    arrays = [a for _, a in model.weight_arrays()]
+    if model.embedding is not None:
+        arrays += [model.embedding.base, model.embedding.E]
+    if model.definitions or any(not isinstance(v, (int, Fraction)) or isinstance(v, bool)
+                                for a in arrays for v in _flat(a)):
+        return model_from_json(model_to_json(model, 192))
+    return model
+
+
+def _flat(a):
+    if isinstance(a, tuple):
+        for r in a:
+            yield from _flat(r)
+    else:
+        yield a
+
+
+def model_to_onnx(model: Transformer):
+    """The ONNX ModelProto of ``model`` (float64, opset 17)."""
+    onnx, helper, numpy_helper, np = _onnx()
+    model = _exact(model)
+    T = onnx.TensorProto.DOUBLE
+    nodes, inits = [], []
+    count = [0]
+
+    def name(prefix):
+        count[0] += 1
+        return f"{prefix}_{count[0]}"
+
+    def const(arr, prefix="w"):
+        n = name(prefix)
+        a = np.array([[float(v) for v in r] for r in arr] if isinstance(arr[0], (tuple, list)) else
+                     [float(v) for v in arr], dtype=np.float64)
+        inits.append(numpy_helper.from_array(a, n))
+        return n
+
+    def scalar(v, prefix="s"):
+        n = name(prefix)
+        inits.append(numpy_helper.from_array(np.array(float(v), dtype=np.float64), n))
+        return n
+
+    def ints(v, prefix="i"):
+        n = name(prefix)
+        inits.append(numpy_helper.from_array(np.array(v, dtype=np.int64), n))
+        return n
+
+    def node(op, ins, **attrs):
+        out = name(op.lower())
+        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
+        return out
+
+    def T_(m):
+        return tuple(zip(*m))
+
+    if model.input == "vector":
+        emb = model.embedding
+        D, n = len(emb.base), len(emb.base[0])
+        d = len(emb.E[0])
+        inp = helper.make_tensor_value_info("x", T, [d])
+        row = node("Reshape", ["x", ints([1, d])])
+        e = node("MatMul", [row, const(T_(emb.E))])
+        onehot = [[1 if j == emb.column else 0] for j in range(n)]
+        X = node("Add", [node("MatMul", [const(onehot), e]), const(T_(emb.base))])
+    else:
+        D = model.width
+        inp = helper.make_tensor_value_info("X", T, ["n", D])
+        X = "X"
+    for layer in model.layers:
+        if isinstance(layer, Attention):
+            parts = []
+            if layer.skip != 0:
+                parts.append(X if layer.skip == 1 else node("Mul", [X, scalar(layer.skip)]))
+            for h in layer.heads:
+                Q = node("MatMul", [X, const(T_(h.W_Q))])
+                K = node("MatMul", [X, const(T_(h.W_K))])
+                V = node("MatMul", [X, const(T_(h.W_V))])
+                S = node("MatMul", [Q, node("Transpose", [K], perm=[1, 0])])
+                if layer.tau is not None:
+                    S = node("Div", [S, scalar(layer.tau)])
+                if layer.kind == "softmax":
+                    P = node("Softmax", [S], axis=-1)
+                else:
+                    m = node("ReduceMax", [S], axes=[-1], keepdims=1)
+                    mask = node("Cast", [node("Equal", [S, m])], to=T)
+                    P = node("Div", [mask, node("ReduceSum", [mask, ints([-1])], keepdims=1)])
+                parts.append(node("MatMul", [node("MatMul", [P, V]), const(T_(h.W_O))]))
+        else:
+            H = node("Relu", [node("Add", [node("MatMul", [X, const(T_(layer.W1))]), const(layer.b1)])])
+            parts = [node("Add", [node("MatMul", [H, const(T_(layer.W2))]), const(layer.b2)])]
+            if layer.skip != 0:
+                parts.append(X if layer.skip == 1 else node("Mul", [X, scalar(layer.skip)]))
+        if not parts:
+            raise OnnxError("an attention layer with no heads and no skip")
+        X = parts[0]
+        for p in parts[1:]:
+            X = node("Add", [X, p])
+    if model.readout is not None:
+        r = model.readout
+        tok = node("Gather", [X, ints(r.column)], axis=0)
+        y = node("Gather", [tok, ints(r.row)], axis=0)
+        nodes.append(helper.make_node("Reshape", [y, ints([1])], ["y"], name="readout"))
+        out = helper.make_tensor_value_info("y", T, [1])
+    else:
+        nodes.append(helper.make_node("Identity", [X], ["Y"], name="output"))
+        out = helper.make_tensor_value_info("Y", T, ["n", D])
+    graph = helper.make_graph(nodes, "symbounds", [inp], [out], initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="symbounds")
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    return proto
+
+
+def export_onnx(model: Transformer, path: str) -> None:
+    from .files import atomic_write
+
+    atomic_write(path, model_to_onnx(model).SerializeToString())
+
+
+# ------------------------------------------------------------------------------------------
+# import: symbolic values
+
+
+class _Const:
+    def __init__(self, arr):
+        self.a = arr  # numpy object array of Fractions
+
+
+class _Aff:
+    """``X_s M + 1 c^T + sum_u relu(X_s M1 + b1) W + sum_h P_h (X_s Mv) Wo`` over state ``s``."""
+
+    def __init__(self, state, L, c, relus=(), heads=(), rank=2, chain=None):
+        self.state, self.L, self.c = state, L, c
+        self.relus, self.heads, self.rank = list(relus), list(heads), rank
+        # (root, [(op, argument)]): this value is a non-linear root followed by affine operations,
+        # replayed on the root's state if the value turns out to be needed as an affine map
+        self.chain = chain
+        self.materialised = None
+
+    @property
+    def k(self):
+        return self.L.shape[1]
+
+    def affine(self):
+        return not self.relus and not self.heads
+
+
+class _KT:
+    def __init__(self, aff):
+        self.aff = aff
+
+
+class _Probs:
+    def __init__(self, state, Mq, Mk, kind="softmax"):
+        self.state, self.Mq, self.Mk, self.kind = state, Mq, Mk, kind
+
+
+class _Scores(_Probs):
+    pass
+
+
+class _Heads:
+    """Per-head tensors after a reshape into heads: ``layout`` "tokens" ``[n, h, dk]``, "heads"
+    ``[h, n, dk]`` or "keys" ``[h, dk, n]`` (``items``: one value per head)."""
+
+    def __init__(self, items, layout, rank):
+        self.items, self.layout, self.rank = items, layout, rank
+
+
+class _XIn:  # the vector input x (shape [d]) times M (d x k), as a row [1, k]
+    def __init__(self, M, row):
+        self.M, self.row = M, row
+
+
+class _Emb:  # e_c (x M): the row vector placed in token c of n
+    def __init__(self, col, n, M):
+        self.col, self.n, self.M = col, n, M
+
+
+class _Row:  # one token (row) of a state
+    def __init__(self, state, col):
+        self.state, self.col = state, col
+
+
+class _Out:  # a readout entry
+    def __init__(self, state, row, col):
+        self.state, self.row, self.col = state, row, col
+
+
+class _Importer:
+    def __init__(self, proto):
+        onnx, helper, numpy_helper, np = _onnx()
+        self.np, self.numpy_helper, self.helper = np, numpy_helper, helper
+        self.proto = proto
+        self.layers: list = []
+        self.state = 0
+        self.width = None
+        self.embedding = None
+        self.input_kind = None
+
+    # --- helpers ----------------------------------------------------------------------------
+    def frac_array(self, t, where):
+        np = self.np
+        arr = self.numpy_helper.to_array(t)
+        if arr.dtype.kind == "f":
+            if not np.all(np.isfinite(arr)):
+                raise OnnxError(f"{where}: a weight is not finite")
+            out = np.empty(arr.shape, dtype=object)
+            for idx, v in np.ndenumerate(arr):
+                out[idx] = Fraction(float(v))  # exact: every float is a binary rational
+            return out
+        if arr.dtype.kind in "iu":
+            out = np.empty(arr.shape, dtype=object)
+            for idx, v in np.ndenumerate(arr):
+                out[idx] = Fraction(int(v))
+            return out
+        raise OnnxError(f"{where}: unsupported tensor type {arr.dtype}")
+
+    def eye(self, n):
+        np = self.np
+        m = np.full((n, n), Fraction(0), dtype=object)
+        for i in range(n):
+            m[i, i] = Fraction(1)
+        return m
+
+    def zeros(self, *shape):
+        return self.np.full(shape, Fraction(0), dtype=object)
+
+    def identity_aff(self, rank=2):
+        return _Aff(self.state, self.eye(self.width), self.zeros(self.width), rank=rank)
+
+    # --- materialising a value as the next residual state -------------------------------------
+    def materialise(self, v: _Aff, where) -> _Aff:
+        np = self.np
+        if v.state != self.state:
+            raise OnnxError(f"{where}: uses a tensor of an earlier layer (not a sequential stack of layers)")
+        D, k = v.L.shape
+        is_scaled_eye = D == k and all(v.L[i, j] == (v.L[0, 0] if i == j else 0) for i in range(D) for j in range(k))
+        if v.affine() and is_scaled_eye and v.L[0, 0] == 1 and all(x == 0 for x in v.c):
+            return v
+        mat = lambda m: tuple(tuple(x for x in row) for row in m)
+        if k != self.width:
+            raise OnnxError(f"{where}: a layer output of width {k}, the state has width {self.width} "
+                            "(every layer of a model file keeps the width)")
+        if v.heads and v.relus:
+            raise OnnxError(f"{where}: attention heads and ReLU units in one residual step (parallel "
+                            "blocks) cannot be written as a sequence of layers")
+        if v.heads:
+            if not (is_scaled_eye or all(x == 0 for x in v.L.flat)):
+                raise OnnxError(f"{where}: the skip path of an attention block must be a multiple of the identity")
+            kinds = {h[4] for h in v.heads}
+            if len(kinds) > 1:
+                raise OnnxError(f"{where}: softmax and hardmax heads in one layer")
+            skip = v.L[0, 0] if is_scaled_eye else Fraction(0)
+            heads = tuple(Head(mat(Mq.T), mat(Mk.T), mat(Mv.T), mat(Wo.T)) for Mq, Mk, Mv, Wo, _ in v.heads)
+            self.layers.append(Attention(heads, kinds.pop(), skip, None))
+            self.state += 1
+            self.width = k
+            if any(x != 0 for x in v.c):  # a bias after the heads: one feed-forward layer with skip 1
+                self.layers.append(FeedForward(((Fraction(0),) * k,), (Fraction(0),), tuple((Fraction(0),)
+                                               for _ in range(k)), tuple(v.c), Fraction(1)))
+                self.state += 1
+            return self.identity_aff(v.rank)
+        W1, b1, W2cols = [], [], []
+        for M1, bb, W in v.relus:
+            for u in range(M1.shape[1]):
+                W1.append(tuple(M1[:, u]))
+                b1.append(bb[u])
+                W2cols.append(tuple(W[u, :]))
+        skip = Fraction(0)
+        if is_scaled_eye:
+            skip = v.L[0, 0]
+        else:
+            for r in range(k):  # pairs: L^T z = relu(L^T z) - relu(-L^T z), row by row
+                col = tuple(v.L[:, r])
+                if all(x == 0 for x in col):
+                    continue
+                unit = tuple(Fraction(1) if i == r else Fraction(0) for i in range(k))
+                W1 += [col, tuple(-x for x in col)]
+                b1 += [Fraction(0), Fraction(0)]
+                W2cols += [unit, tuple(-x for x in unit)]
+        if not W1:  # only a bias: one idle unit
+            W1, b1 = [tuple(Fraction(0) for _ in range(D))], [Fraction(0)]
+            W2cols = [tuple(Fraction(0) for _ in range(k))]
+        W2 = tuple(zip(*W2cols))
+        self.layers.append(FeedForward(tuple(W1), tuple(b1), W2, tuple(v.c), skip))
+        self.state += 1
+        self.width = k
+        return self.identity_aff(v.rank)
+
+    def as_affine(self, v, where) -> _Aff:
+        if not isinstance(v, _Aff):
+            raise OnnxError(f"{where}: expected a tensor computed from the network's input")
+        if not v.affine() and v.chain is not None:
+            root, ops = v.chain
+            if root.materialised is None or root.materialised.state != self.state:
+                root.materialised = self.materialise(root, where)
+            v = root.materialised
+            for kind, arg in ops:
+                v = {"matmul": self.aff_matmul, "scale": self.aff_scale, "bias": self._bias,
+                     "cols": self.aff_cols}[kind](v, arg)
+        if v.state != self.state:
+            raise OnnxError(f"{where}: uses a tensor of an earlier layer (not a sequential stack of layers)")
+        if not v.affine():
+            raise OnnxError(f"{where}: a non-linear tensor used once and then transformed again "
+                            "(not a sequence of attention and feed-forward layers)")
+        return v
+
+    # --- operations on affine values -------------------------------------------------------------
+    def _chain(self, v: _Aff, op, arg):
+        if v.affine():
+            return None
+        if v.chain is None:
+            # a value that cannot be a state (every layer keeps the width D) is not a root: the
+            # result of this operation is its own root
+            return (v, [(op, arg)]) if v.k == self.width else None
+        root, ops = v.chain
+        return (root, ops + [(op, arg)])
+
+    def aff_matmul(self, v: _Aff, W):
+        return _Aff(v.state, v.L.dot(W), v.c.dot(W), [(M1, b1, Wr.dot(W)) for M1, b1, Wr in v.relus],
+                    [(Mq, Mk, Mv, Wo.dot(W), kd) for Mq, Mk, Mv, Wo, kd in v.heads], v.rank,
+                    self._chain(v, "matmul", W))
+
+    def aff_scale(self, v: _Aff, s):
+        return _Aff(v.state, v.L * s, v.c * s, [(M1, b1, W * s) for M1, b1, W in v.relus],
+                    [(Mq, Mk, Mv, Wo * s, kd) for Mq, Mk, Mv, Wo, kd in v.heads], v.rank,
+                    self._chain(v, "scale", s))
+
+    def _bias(self, v: _Aff, arr):
+        return _Aff(v.state, v.L, v.c + arr, v.relus, v.heads, v.rank, self._chain(v, "bias", arr))
+
+    def aff_add(self, a: _Aff, b: _Aff, where):
+        if a.state != b.state:
+            raise OnnxError(f"{where}: adds tensors of different layers")
+        if a.L.shape != b.L.shape:
+            raise OnnxError(f"{where}: shape mismatch {a.L.shape[1]} vs {b.L.shape[1]}")
+        return _Aff(a.state, a.L + b.L, a.c + b.c, a.relus + b.relus, a.heads + b.heads, max(a.rank, b.rank))
+
+    def bias(self, v: _Aff, c, where):
+        np = self.np
+        arr = c.a
+        while arr.ndim > 1 and arr.shape[0] == 1:
+            arr = arr[0]
+        if arr.ndim == 0:
+            arr = np.full((v.k,), arr.item(), dtype=object)
+        if arr.ndim != 1 or arr.shape[0] != v.k:
+            raise OnnxError(f"{where}: only a bias broadcast over the tokens can be added")
+        return self._bias(v, arr)
+
+    def scores(self, a: _Aff, b: _KT, where) -> _Scores:
+        q, k = self.as_affine(a, where), self.as_affine(b.aff, where)
+        if any(x != 0 for x in q.c):
+            raise OnnxError(f"{where}: a query bias cannot be expressed in a model file")
+        if q.state != k.state:
+            raise OnnxError(f"{where}: queries and keys from different layers")
+        return _Scores(q.state, q.L, k.L)  # a key bias shifts each row by a constant: dropped
+
+    def attend(self, a: _Probs, b: _Aff, where) -> _Aff:
+        if not isinstance(a, _Probs) or isinstance(a, _Scores):
+            raise OnnxError(f"{where}: expected attention weights (a softmax of scores)")
+        v = self.as_affine(b, where)
+        if v.state != a.state:
+            raise OnnxError(f"{where}: values and scores from different layers")
+        # P (X Mv + 1 c^T) = P X Mv + 1 c^T (softmax rows sum to 1)
+        return _Aff(v.state, self.zeros(self.width, v.k), v.c.copy(), [],
+                    [(a.Mq, a.Mk, v.L, self.eye(v.k), a.kind)], v.rank)
+
+    def aff_cols(self, v: _Aff, span):
+        a, b = span
+        return _Aff(v.state, v.L[:, a:b], v.c[a:b], [(M1, b1, W[:, a:b]) for M1, b1, W in v.relus],
+                    [(Mq, Mk, Mv, Wo[:, a:b], kd) for Mq, Mk, Mv, Wo, kd in v.heads], v.rank,
+                    self._chain(v, "cols", span))
+
+    def concat(self, args, where) -> _Aff:
+        if len({x.state for x in args}) != 1:
+            raise OnnxError(f"{where}: concatenates tensors of different layers")
+        ks = [x.k for x in args]
+        total = sum(ks)
+        L = self.zeros(self.width, total)
+        c = self.zeros(total)
+        relus, heads = [], []
+        off = 0
+        for x, kx in zip(args, ks):
+            L[:, off:off + kx] = x.L
+            c[off:off + kx] = x.c
+            for M1, b1, W in x.relus:
+                W2 = self.zeros(W.shape[0], total)
+                W2[:, off:off + kx] = W
+                relus.append((M1, b1, W2))
+            for Mq, Mk, Mv, Wo, kd in x.heads:
+                W2 = self.zeros(Wo.shape[0], total)
+                W2[:, off:off + kx] = Wo
+                heads.append((Mq, Mk, Mv, W2, kd))
+            off += kx
+        return _Aff(args[0].state, L, c, relus, heads, args[0].rank)
+
+    # --- the graph --------------------------------------------------------------------------------
+    def run(self) -> Transformer:
+        np = self.np
+        g = self.proto.graph
+        inits = {t.name for t in g.initializer}
+        inputs = [i for i in g.input if i.name not in inits]
+        if len(inputs) != 1:
+            raise OnnxError(f"the graph must have one input, found {len(inputs)}")
+        if len(g.output) != 1:
+            raise OnnxError(f"the graph must have one output, found {len(g.output)}")
+        inp = inputs[0]
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
+        if inp.type.tensor_type.elem_type not in (1, 11):
+            raise OnnxError(f"input {inp.name!r}: expected a float or double tensor")
+        vals: dict = {}
+        for t in g.initializer:
+            vals[t.name] = _Const(self.frac_array(t, f"initializer {t.name!r}"))
+        if len(dims) == 1:
+            if dims[0] is None:
+                raise OnnxError(f"input {inp.name!r}: the vector input needs a fixed length")
+            self.input_kind = "vector"
+            vals[inp.name] = _XIn(self.eye(dims[0]), row=False)
+        elif len(dims) in (2, 3) and (len(dims) == 2 or dims[0] == 1) and dims[-1] is not None:
+            self.input_kind = "tokens"
+            self.width = dims[-1]
+            vals[inp.name] = self.identity_aff(len(dims))
+        else:
+            raise OnnxError(f"input {inp.name!r}: expected a vector [d] or tokens [n, D] (or [1, n, D])")
+        uses: dict = {}
+        for nd in g.node:
+            for i in nd.input:
+                uses[i] = uses.get(i, 0) + 1
+        uses[g.output[0].name] = uses.get(g.output[0].name, 0) + 1
+        for nd in g.node:
+            where = f"node {nd.name or nd.output[0]!r} ({nd.op_type})"
+            args = []
+            for i in nd.input:
+                if i == "":
+                    args.append(None)
+                    continue
+                if i not in vals:
+                    raise OnnxError(f"{where}: unknown input {i!r}")
+                args.append(vals[i])
+            try:
+                outs = self.op(nd, args, where)
+            except OnnxError:
+                raise
+            except (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError) as e:
+                # shapes that do not fit (numpy's own errors), malformed attributes
+                raise OnnxError(f"{where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            if not isinstance(outs, list):
+                outs = [outs]
+            if len(outs) != len(nd.output):
+                raise OnnxError(f"{where}: expected {len(outs)} output(s), the node has {len(nd.output)}")
+            for name, out in zip(nd.output, outs):
+                if isinstance(out, _Aff) and not out.affine() and (uses.get(name, 0) > 1 or
+                                                                    name == g.output[0].name):
+                    out = self.materialise(out, where)
+                vals[name] = out
+        res = vals.get(g.output[0].name)
+        readout = None
+        if isinstance(res, _Out):
+            readout = Readout(res.row, res.col)
+        elif isinstance(res, _Aff):
+            self.materialise(res, "the output")
+        else:
+            raise OnnxError("the output is neither the final token matrix nor one entry of it")
+        if not self.layers:
+            raise OnnxError("the graph has no attention or feed-forward layer")
+        return Transformer(tuple(self.layers), self.embedding, readout, self.input_kind)
+
+    def attr(self, nd, key, default=None):
+        for a in nd.attribute:
+            if a.name == key:
+                return self.helper.get_attribute_value(a)
+        return default
+
+    def op(self, nd, args, where):
+        np = self.np
+        op = nd.op_type
+        allowed = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Softmax", "Transpose", "Reshape",
+                   "Concat", "Constant", "Identity", "Gather", "Split", "Slice"}
+        if op not in allowed:
+            raise OnnxError(f"{where}: operation {op} cannot be expressed in a model file")
+        if nd.domain not in ("", "ai.onnx"):
+            raise OnnxError(f"{where}: operation from domain {nd.domain!r} is not supported")
+        if op == "Constant":
+            t = self.attr(nd, "value")
+            if t is None:
+                raise OnnxError(f"{where}: only tensor constants ('value') are supported")
+            return _Const(self.frac_array(t, where))
+        if op == "Identity":
+            return args[0]
+        a = args[0]
+        b = args[1] if len(args) > 1 else None
+        if op in ("MatMul", "Gemm"):
+            if op == "Gemm":
+                if self.attr(nd, "transA", 0):
+                    raise OnnxError(f"{where}: transA is not supported")
+                if isinstance(b, _Const) and self.attr(nd, "transB", 0):
+                    b = _Const(b.a.T)
+            if isinstance(a, _Const) and isinstance(b, _Const):
+                out = _Const(a.a.dot(b.a))
+            elif isinstance(a, _Aff) and isinstance(b, _Const) and b.a.ndim == 2:
+                if b.a.shape[0] != a.k:
+                    raise OnnxError(f"{where}: shape mismatch ({a.k} columns times {b.a.shape[0]} rows)")
+                out = self.aff_matmul(a, b.a)
+            elif isinstance(a, _Aff) and isinstance(b, _KT):
+                out = self.scores(a, b, where)
+            elif isinstance(a, _Probs) and not isinstance(a, _Scores) and isinstance(b, _Aff):
+                out = self.attend(a, b, where)
+            elif isinstance(a, _Heads) and isinstance(b, _Heads) and len(a.items) == len(b.items):
+                if a.layout == "heads" and b.layout == "keys":
+                    out = _Heads([self.scores(q, k, where) for q, k in zip(a.items, b.items)], "heads", a.rank)
+                elif a.layout == "heads" and b.layout == "heads" and isinstance(a.items[0], _Probs):
+                    out = _Heads([self.attend(p, v, where) for p, v in zip(a.items, b.items)], "heads", a.rank)
+                else:
+                    raise OnnxError(f"{where}: unsupported product of per-head tensors")
+            elif isinstance(a, _XIn) and isinstance(b, _Const) and a.row and b.a.ndim == 2:
+                out = _XIn(a.M.dot(b.a), row=True)
+            elif isinstance(a, _Const) and isinstance(b, _XIn) and b.row and a.a.ndim == 2 and a.a.shape[1] == 1:
+                nz = [j for j in range(a.a.shape[0]) if a.a[j, 0] != 0]
+                if len(nz) != 1 or a.a[nz[0], 0] != 1:
+                    raise OnnxError(f"{where}: the input must be placed in one token (a one-hot column)")
+                out = _Emb(nz[0], a.a.shape[0], b.M)
+            else:
+                raise OnnxError(f"{where}: unsupported operands ({type(a).__name__.strip('_')}, "
+                                f"{type(b).__name__.strip('_')})")
+            if op == "Gemm":
+                alpha, beta = Fraction(self.attr(nd, "alpha", 1.0)), Fraction(self.attr(nd, "beta", 1.0))
+                if alpha != 1:
+                    out = self.aff_scale(out, alpha) if isinstance(out, _Aff) else _Const(out.a * alpha)
+                if len(args) > 2 and args[2] is not None:
+                    if not isinstance(args[2], _Const) or not isinstance(out, _Aff):
+                        raise OnnxError(f"{where}: C must be a constant bias")
+                    out = self.bias(out, _Const(args[2].a * beta), where)
+            return out
+        if op in ("Add", "Sub"):
+            if op == "Sub":
+                if isinstance(b, _Const):
+                    b = _Const(-b.a)
+                elif isinstance(b, _Aff):
+                    b = self.aff_scale(b, Fraction(-1))
+                else:
+                    raise OnnxError(f"{where}: unsupported operands")
+            if isinstance(a, _Const) and isinstance(b, _Const):
+                return _Const(a.a + b.a)
+            if isinstance(b, _Const) and isinstance(a, _Aff):
+                return self.bias(a, b, where)
+            if isinstance(a, _Const) and isinstance(b, _Aff):
+                return self.bias(b, a, where)
+            if isinstance(a, _Aff) and isinstance(b, _Aff):
+                return self.aff_add(a, b, where)
+            emb, base = (a, b) if isinstance(a, _Emb) else (b, a)
+            if isinstance(emb, _Emb) and isinstance(base, _Const) and op == "Add":
+                if self.embedding is not None or base.a.ndim != 2 or base.a.shape != (emb.n, emb.M.shape[1]):
+                    raise OnnxError(f"{where}: the embedding must add an n x D base once")
+                mat = lambda m: tuple(tuple(x for x in row) for row in m)
+                self.embedding = Embedding(mat(base.a.T), mat(emb.M.T), emb.col)
+                self.width = emb.M.shape[1]
+                return self.identity_aff()
+            raise OnnxError(f"{where}: unsupported operands")
+        if op in ("Mul", "Div"):
+            c, v = (b, a) if isinstance(b, _Const) else (a, b)
+            if not isinstance(c, _Const) or c.a.size != 1 or (op == "Div" and c is a):
+                raise OnnxError(f"{where}: only multiplication or division by one constant is supported")
+            s = c.a.flat[0]
+            if op == "Div":
+                if s == 0:
+                    raise OnnxError(f"{where}: division by zero")
+                s = 1 / s
+            if isinstance(v, _Aff):
+                return self.aff_scale(v, s)
+            if isinstance(v, _Scores):
+                return _Scores(v.state, v.Mq * s, v.Mk)
+            if isinstance(v, _Heads) and all(isinstance(x, _Scores) for x in v.items):
+                return _Heads([_Scores(x.state, x.Mq * s, x.Mk) for x in v.items], v.layout, v.rank)
+            if isinstance(v, _Const):
+                return _Const(v.a * s)
+            raise OnnxError(f"{where}: unsupported operand")
+        if op == "Relu":
+            v = self.as_affine(a, where)
+            return _Aff(v.state, self.zeros(self.width, v.k), self.zeros(v.k), [(v.L, v.c, self.eye(v.k))], [],
+                        v.rank)
+        if op == "Softmax":
+            axis = self.attr(nd, "axis", -1)
+            if isinstance(a, _Heads) and all(isinstance(x, _Scores) for x in a.items) and \
+                    axis in (-1, a.rank):
+                return _Heads([_Probs(x.state, x.Mq, x.Mk, "softmax") for x in a.items], a.layout, a.rank)
+            if not isinstance(a, _Scores) or axis not in (-1, 1, 2):
+                raise OnnxError(f"{where}: softmax of attention scores along the last axis only")
+            return _Probs(a.state, a.Mq, a.Mk, "softmax")
+        if op == "Transpose":
+            perm = list(self.attr(nd, "perm", []) or [])
+            if isinstance(a, _Aff) and perm in ([1, 0], [0, 2, 1]):
+                return _KT(a)
+            if isinstance(a, _Heads):
+                # rank 2 tokens [n, D] -> [n, h, dk]; with a batch of one [1, n, D] -> [1, n, h, dk]
+                base = [] if a.rank == 2 else [0]
+                o = len(base)
+                swap_nh = base + [o + 1, o, o + 2]  # [n, h, dk] <-> [h, n, dk]
+                keys = base + [o, o + 2, o + 1]  # [h, n, dk] -> [h, dk, n]
+                to_keys = base + [o + 1, o + 2, o]  # [n, h, dk] -> [h, dk, n]
+                if perm == swap_nh and a.layout in ("tokens", "heads"):
+                    return _Heads(a.items, "heads" if a.layout == "tokens" else "tokens", a.rank)
+                if (perm == keys and a.layout == "heads") or (perm == to_keys and a.layout == "tokens"):
+                    return _Heads([_KT(x) for x in a.items], "keys", a.rank)
+            if isinstance(a, _Const) and a.a.ndim == 2:
+                return _Const(a.a.T)
+            raise OnnxError(f"{where}: only the transpose of a key matrix (last two axes) is supported")
+        if op == "Reshape":
+            if not isinstance(b, _Const):
+                raise OnnxError(f"{where}: the shape must be a constant")
+            shape = [int(x) for x in b.a.flat]
+            if isinstance(a, _XIn) and not a.row and len(shape) == 2 and shape[0] == 1:
+                return _XIn(a.M, row=True)
+            if isinstance(a, _Out) and shape in ([1], [-1], [1, 1]):
+                return a
+            if isinstance(a, _Const):
+                return _Const(a.a.reshape(shape))
+            if isinstance(a, _Aff) and len(shape) == a.rank and shape[-1] in (a.k, -1):
+                return a
+            if isinstance(a, _Aff) and len(shape) == a.rank + 1:  # [.., n, h, dk]: split into heads
+                h, dk = shape[-2], shape[-1]
+                if h == -1 and dk > 0 and a.k % dk == 0:
+                    h = a.k // dk
+                if dk == -1 and h > 0 and a.k % h == 0:
+                    dk = a.k // h
+                if h <= 0 or dk <= 0 or h * dk != a.k:
+                    raise OnnxError(f"{where}: cannot split {a.k} features into heads of shape {shape[-2:]}")
+                return _Heads([self.aff_cols(a, (i * dk, (i + 1) * dk)) for i in range(h)], "tokens", a.rank)
+            if isinstance(a, _Heads) and a.layout == "tokens" and len(shape) == a.rank and \
+                    all(isinstance(x, _Aff) for x in a.items):
+                out = self.concat(a.items, where)
+                if shape[-1] not in (out.k, -1):
+                    raise OnnxError(f"{where}: cannot merge the heads into {shape[-1]} features")
+                return out
+            raise OnnxError(f"{where}: only reshapes that keep the token layout are supported")
+        if op == "Concat":
+            axis = self.attr(nd, "axis")
+            if not all(isinstance(x, _Aff) for x in args) or axis not in (-1, args[0].rank - 1):
+                raise OnnxError(f"{where}: only the concatenation of token tensors along the features")
+            return self.concat(args, where)
+        if op == "Split":
+            axis = self.attr(nd, "axis", 0)
+            if not isinstance(a, _Aff) or axis not in (-1, a.rank - 1):
+                raise OnnxError(f"{where}: only a split of a token tensor along the features")
+            sizes = self.attr(nd, "split")
+            if sizes is None and b is not None:
+                if not isinstance(b, _Const):
+                    raise OnnxError(f"{where}: the split sizes must be constant")
+                sizes = [int(x) for x in b.a.flat]
+            if sizes is None:
+                parts = self.attr(nd, "num_outputs", len(nd.output))
+                if a.k % parts:
+                    raise OnnxError(f"{where}: {a.k} features do not split into {parts} equal parts")
+                sizes = [a.k // parts] * parts
+            if sum(sizes) != a.k or any(x <= 0 for x in sizes):
+                raise OnnxError(f"{where}: split sizes {sizes} do not add up to {a.k}")
+            out, off = [], 0
+            for x in sizes:
+                out.append(self.aff_cols(a, (off, off + x)))
+                off += x
+            return out
+        if op == "Slice":
+            consts = args[1:]
+            if not isinstance(a, _Aff) or not all(isinstance(x, _Const) for x in consts if x is not None):
+                raise OnnxError(f"{where}: only a constant slice of a token tensor along the features")
+            starts, ends = [int(x) for x in consts[0].a.flat], [int(x) for x in consts[1].a.flat]
+            axes = [int(x) for x in consts[2].a.flat] if len(consts) > 2 and consts[2] is not None else [0]
+            steps = [int(x) for x in consts[3].a.flat] if len(consts) > 3 and consts[3] is not None else [1]
+            if len(starts) != 1 or axes[0] not in (-1, a.rank - 1) or steps != [1]:
+                raise OnnxError(f"{where}: only a slice of the feature axis with step 1")
+            lo_, hi_, _ = slice(starts[0], ends[0]).indices(a.k)
+            if hi_ <= lo_:
+                raise OnnxError(f"{where}: an empty slice")
+            return self.aff_cols(a, (lo_, hi_))
+        if op == "Gather":
+            if self.attr(nd, "axis", 0) != 0 or not isinstance(b, _Const) or b.a.size != 1 or b.a.ndim != 0:
+                raise OnnxError(f"{where}: only the readout (one token, then one feature) is supported")
+            idx = int(b.a.flat[0])
+            if isinstance(a, _Aff):
+                self.materialise(a, where)
+                return _Row(self.state, idx)
+            if isinstance(a, _Row):
+                if a.state != self.state or not (0 <= idx < self.width):
+                    raise OnnxError(f"{where}: readout index out of range")
+                return _Out(a.state, idx, a.col)
+            raise OnnxError(f"{where}: unsupported operand")
+        raise OnnxError(f"{where}: operation {op} cannot be expressed in a model file")  # pragma: no cover
+
+
+def onnx_to_model(proto) -> Transformer:
+    """The model file's :class:`Transformer` of an ONNX ModelProto (exact weights)."""
+    return _Importer(proto).run()
+
+
+def import_onnx(path: str) -> Transformer:
+    onnx, *_ = _onnx()
+    try:
+        proto = onnx.load(path)
+    except OSError as e:
+        raise OnnxError(f"{path}: {e.strerror or e}") from None
+    except Exception as e:  # protobuf's decode errors have no common base class
+        raise OnnxError(f"{path}: not an ONNX file ({type(e).__name__})") from None
+    model = onnx_to_model(proto)
+    try:  # the imported model must read back as a valid model file
+        return model_from_json(model_to_json(model))
+    except ValueError as e:
+        raise OnnxError(f"{path}: {str(e).splitlines()[0]}") from None

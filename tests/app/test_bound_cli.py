@@ -1,0 +1,211 @@
+"""The commands for a user's own network: bound, certify --model/--spec, check, export, import,
+and the README's example run line by line."""
+
+import json
+import re
+import shlex
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from byon_helpers import as_fraction, data_path, load, reference
+from symbounds.app.cli import main
+from symbounds.core.exact import parse_number
+
+MODEL = data_path("residual_model.json")
+TARGET = "-0.46 + 2.76*x1 + 0.42*x2 - 0.44*x1*x2"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bound_text_and_json(capsys):
+    code, out, err = run(capsys, "bound", MODEL, "--box=-1/2:1/2,0:1", "--split", "3")
+    assert code == 0 and err == ""
+    assert "8 sub-box(es)" in out and "Taylor models" in out
+    lo, hi = re.search(r"output in \[(\S+), (\S+)\]", out).groups()
+    code, out, _ = run(capsys, "bound", MODEL, "--box=-1/2:1/2,0:1", "--split", "3", "--json")
+    data = json.loads(out)
+    assert {"lower", "upper", "boxes", "seconds"} <= data.keys() and data["boxes"] == 8
+    lower, upper = Fraction(data["lower"]), Fraction(data["upper"])
+    exact_lo, exact_hi = Fraction(data["lower_exact"]), Fraction(data["upper_exact"])
+    assert lower <= exact_lo <= exact_hi <= upper  # rounded outward
+    assert Fraction(lo) <= exact_lo and exact_hi <= Fraction(hi)
+    # the corners are inside (independent 300-bit evaluation)
+    for x in ([Fraction(-1, 2), 0], [Fraction(1, 2), 1], [0, Fraction(1, 2)]):
+        v = reference(load("residual_model.json"), x)[0]
+        assert float(lower) <= v <= float(upper)
+
+
+def test_bound_width_and_tokens(capsys):
+    code, out, _ = run(capsys, "bound", data_path("token_model.json"), "--box", "0:1/4,0:1/4,0:1/4,0:1/4",
+                       "--width", "1/8", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["boxes"] == 16 and len(data["lower"]) == 4 and data["shape"] == [2, 2]
+
+
+@pytest.mark.parametrize("box, fragment", [
+    ("0:1", "the box has 1 intervals, the model has 2 inputs"),
+    ("0:1,0:1,0:1", "3 intervals"),
+    ("1:0,0:1", "LO > HI"),
+    ("0:1,x:1", "is not a number"),
+    ("0:1,0-1", "is not LO:HI"),
+    ("0:1,", "is not LO:HI"),
+])
+def test_bad_box_is_one_line_exit_2(capsys, box, fragment):
+    code, out, err = run(capsys, "bound", MODEL, f"--box={box}")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("symbounds: error:") and fragment in err
+
+
+def broken(tmp_path, edit):
+    mj = load("residual_model.json")
+    edit(mj)
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(mj))
+    return p
+
+
+@pytest.mark.parametrize("edit, fragment", [
+    (lambda m: m.pop("layers"), "'layers'"),
+    (lambda m: m["embedding"].pop("E"), "embedding.E"),
+    (lambda m: m["layers"][1].pop("b1"), "b1"),
+    (lambda m: m["layers"][0]["heads"][0]["W_K"].pop(), "W_K: expected 2 rows"),
+    (lambda m: m["layers"][1]["W2"][0].append("1"), "W2"),
+    (lambda m: m["embedding"]["E"].append(["1", "1"]), "embedding.E: expected 3 rows"),
+])
+def test_bad_model_file_is_one_line_exit_2(tmp_path, capsys, edit, fragment):
+    for argv in (["bound", broken(tmp_path, edit), "--box", "0:1,0:1"],
+                 ["certify", "--model", broken(tmp_path, edit), "--target", "x1", "--eps", "1/2"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_certify_model_proves_a_true_eps_and_check_accepts(tmp_path, capsys):
+    cert = tmp_path / "cert.json"
+    code, out, err = run(capsys, "certify", "--model", MODEL, "--target", TARGET, "--eps", "1/2",
+                         "--out", cert, "--quiet")
+    assert code == 0 and "verdict: proved" in out
+    data = json.loads(cert.read_text())
+    assert data["construction"] == "model" and data["verdict"] == "proved"
+    assert data["model"] == load("residual_model.json")
+    assert parse_number(data["max_bound"]) <= Fraction(1, 2)
+    code, out, err = run(capsys, "check", cert, "--quiet")
+    assert code == 0 and "certificate valid" in out
+    # a tampered weight is rejected (the digest), a tampered digest too (the boxes re-evaluated)
+    data["model"]["layers"][1]["b2"][0] = "1"
+    cert.write_text(json.dumps(data))
+    code, _, err = run(capsys, "check", cert, "--quiet")
+    assert code == 1 and "rejected" in err
+
+
+def test_certify_model_refutes_a_false_eps_with_a_counterexample(capsys):
+    code, out, err = run(capsys, "certify", "--model", MODEL, "--target", TARGET, "--eps", "1/5", "--json",
+                         "--quiet")
+    assert code == 1
+    data = json.loads(out)
+    assert data["verdict"] == "refuted"
+    x = [Fraction(v) for v in data["counterexample"]["x"]]
+    t = reference(load("residual_model.json"), x)[0]
+    x1, x2 = (float(v) for v in x)
+    g = -0.46 + 2.76 * x1 + 0.42 * x2 - 0.44 * x1 * x2
+    assert abs(float(t) - g) > 0.2 + 1e-9
+
+
+def test_certify_spec_proved_and_refuted(capsys):
+    code, out, _ = run(capsys, "certify", "--model", MODEL, "--spec", data_path("holds.vnnlib"))
+    assert code == 0 and "verdict: proved" in out
+    code, out, _ = run(capsys, "certify", "--model", MODEL, "--spec", data_path("fails.vnnlib"), "--json")
+    assert code == 1
+    data = json.loads(out)
+    x = [Fraction(v) for v in data["counterexample"]["x"]]
+    y = reference(load("residual_model.json"), x)[0]
+    assert 2.25 <= y <= 10
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["certify", "--model", MODEL], "--target"),
+    (["certify", "--spec", "x.vnnlib"], "--model"),
+    (["certify", "--model", MODEL, "--target", "x1", "--eps", "2"], "(0, 1)"),
+    (["certify", "--model", MODEL, "--target", "x3", "--eps", "1/2"], "x3"),
+    (["certify", "--model", MODEL, "--spec", "missing.vnnlib"], "missing.vnnlib"),
+    (["certify", "--model", data_path("token_model.json"), "--target", "x1", "--eps", "1/2"], "vector-input"),
+    (["certify", "--model", MODEL, "--d", "2", "--target", "x1", "--eps", "1/2"], "--d"),
+])
+def test_certify_model_bad_input(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_export_import_cli_and_unsupported_op(tmp_path, capsys):
+    onnx_path = tmp_path / "m.onnx"
+    code, out, _ = run(capsys, "export", MODEL, "--onnx", onnx_path)
+    assert code == 0 and onnx_path.exists()
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    x = [Fraction(1, 4), Fraction(3, 5)]
+    y = sess.run(None, {"x": np.array([float(v) for v in x])})[0][0]
+    assert abs(y - float(reference(load("residual_model.json"), x)[0])) < 1e-13
+    back = tmp_path / "back.json"
+    code, out, _ = run(capsys, "import", onnx_path, "--out", back)
+    assert code == 0
+    code, out, _ = run(capsys, "bound", back, "--box", "1/4:1/4,3/5:3/5", "--json")
+    data = json.loads(out)
+    # the imported (dyadic, so identical) model at the point: a tight enclosure of the exact value,
+    # which onnxruntime's float64 result approximates
+    lo, hi = Fraction(data["lower_exact"]), Fraction(data["upper_exact"])
+    assert hi - lo < Fraction(1, 2**100)
+    exact = reference(load("residual_model.json"), x)[0]
+    assert lo - Fraction(1, 2**250) <= as_fraction(exact) <= hi + Fraction(1, 2**250)
+    assert abs(float(lo) - y) < 1e-13
+    bad = tmp_path / "bad.onnx"
+    graph = helper.make_graph([helper.make_node("Sigmoid", ["X"], ["Y"], name="gate")], "g",
+                              [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [2, 2])],
+                              [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [2, 2])])
+    bad.write_bytes(helper.make_model(graph).SerializeToString())
+    out_json = tmp_path / "never.json"
+    code, out, err = run(capsys, "import", bad, "--out", out_json)
+    assert code == 2 and err.count("\n") == 1 and "node 'gate' (Sigmoid)" in err
+    assert not out_json.exists()
+    (tmp_path / "junk.onnx").write_bytes(b"not a protobuf at all \x00\xff")
+    code, _, err = run(capsys, "import", tmp_path / "junk.onnx", "--out", out_json)
+    assert code == 2 and err.count("\n") == 1 and not out_json.exists()
+
+
+def test_readme_example_runs(tmp_path, capsys, monkeypatch):
+    """The README's example, executed from the README itself, line by line."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    sh = re.search(r"<!-- readme-snippet: own-network -->\s*```sh\n(.*?)```", readme, re.S)
+    spec = re.search(r"<!-- readme-snippet: own-network-vnnlib -->\s*```lisp\n(.*?)```", readme, re.S)
+    assert sh and spec, "README lost its own-network example"
+    lines = [ln for ln in sh.group(1).splitlines() if ln.strip()]
+    assert len(lines) <= 10
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prop.vnnlib").write_text(spec.group(1))
+    for line in lines:
+        argv = shlex.split(line, comments=True)
+        assert argv[0] == "symbounds"
+        code, out, err = run(capsys, *argv[1:])
+        assert code == 0, (line, err)
+    assert json.loads((tmp_path / "cert.json").read_text())["verdict"] == "proved"
+
+
+def test_spec_left_undecided_exits_3(capsys):
+    code, out, _ = run(capsys, "certify", "--model", MODEL, "--spec", data_path("holds.vnnlib"), "--max-boxes", "1")
+    assert code == 3 and "verdict: undecided" in out
+
+
+def test_missing_onnx_extra_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if the extra were not installed
+    code, out, err = run(capsys, "export", MODEL, "--onnx", tmp_path / "m.onnx")
+    assert code == 2 and err.count("\n") == 1 and "symbounds[onnx]" in err
+    assert not (tmp_path / "m.onnx").exists()
