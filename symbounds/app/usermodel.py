@@ -6,15 +6,13 @@ Exit codes as for every command: 0 proved (or done), 1 refuted, 2 bad input, 3 u
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 
-from ..core.boxes import CertifyOptions
 from ..core.bound import BoundError, BoundUndecided, bound, certify
+from ..core.boxes import CertifyOptions
 from ..core.certificate import write_certificate
 from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_down, decimal_up
 from ..core.expr import ExprError
-from ..core.files import atomic_write
 from ..core.modelfile import ModelFileError, load_model
 from .args import Bar, UsageError, check_out_folders, number
 

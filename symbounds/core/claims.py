@@ -24,9 +24,11 @@ to ``max_prec``; a verdict reached at a lower precision is kept.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import flint
 
@@ -34,7 +36,7 @@ from .contexts import BallContext, Context
 from .exact import arb_to_fraction, as_fraction, decimal_down, decimal_up
 
 __all__ = ["Claim", "Measured", "ClaimResult", "Verdict", "Relation", "Scope", "decide", "aggregate", "escalate",
-           "exit_code", "overall", "three_and", "enclosure", "conclude", "load_claims"]
+           "exit_code", "overall", "three_and", "enclosure", "conclude", "load_claims", "HasVerdict"]
 
 
 class Verdict(enum.StrEnum):
@@ -108,9 +110,8 @@ class Claim:
         return f"${self.tex}$"
 
 
-def load_claims(path) -> dict[str, Claim]:
-    """The claims declared in a TOML file beside a construction's code (one table per claim id:
-    ``statement``, ``tex``, ``relation``, optional ``scope`` and ``exact_retry``), in file order."""
+@functools.lru_cache(maxsize=None)
+def _claims_file(path: str) -> dict[str, Claim]:
     with open(path, "rb") as f:
         data = tomllib.load(f)
     fields = {"statement", "tex", "relation", "scope", "exact_retry"}
@@ -122,6 +123,13 @@ def load_claims(path) -> dict[str, Claim]:
         out[cid] = Claim(cid, spec["statement"], spec["tex"], Relation(spec["relation"]),
                          Scope(spec.get("scope", "lemma")), bool(spec.get("exact_retry", False)))
     return out
+
+
+def load_claims(path) -> dict[str, Claim]:
+    """The claims declared in a TOML file beside a construction's code (one table per claim id:
+    ``statement``, ``tex``, ``relation``, optional ``scope`` and ``exact_retry``), in file order.
+    Each file is read once: every caller gets the same :class:`Claim` objects."""
+    return dict(_claims_file(str(Path(path).resolve())))
 
 
 @dataclass(frozen=True)
@@ -404,6 +412,18 @@ def overall(results: list[ClaimResult]) -> Verdict:
         if not ok:
             return Verdict.UNDECIDED
     return Verdict.PROVED
+
+
+class HasVerdict:
+    """``verdict`` and ``exit_code`` of a run, from its ``claims`` (a list of ClaimResult)."""
+
+    @property
+    def verdict(self) -> Verdict:
+        return overall(self.claims)
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
 
 
 def exit_code(results: list[ClaimResult]) -> int:

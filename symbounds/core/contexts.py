@@ -94,6 +94,13 @@ def _interval_ends(lo, hi) -> tuple[flint.fmpq, flint.fmpq]:
     return lo, hi
 
 
+def _bits(prec) -> int:
+    """A working precision in bits (at least 2)."""
+    if prec < 2:
+        raise ValueError("precision must be at least 2 bits")
+    return int(prec)
+
+
 class Context:
     """Shared interface.  Subclasses provide the number type and the elementary functions."""
 
@@ -312,9 +319,7 @@ class BallContext(Context):
     rigorous = True
 
     def __init__(self, prec: int = 128):
-        if prec < 2:
-            raise ValueError("precision must be at least 2 bits")
-        self.prec = int(prec)
+        self.prec = _bits(prec)
         # exact balls, valid at every precision: the forward pass asks for them in its inner loops
         self._zero, self._one = flint.arb(0), flint.arb(1)
 
@@ -445,16 +450,33 @@ class BallContext(Context):
         return mid - rad, mid + rad
 
 
-class MPContext(Context):
+class _PointContext(Context):
+    """A non-rigorous context: numbers are points, so an interval is represented by its midpoint
+    and a point is its own upper and lower bound (evidence, never a proof)."""
+
+    def interval(self, lo, hi):
+        """The midpoint ``(lo + hi) / 2`` rounded to this context: a representative point, *not*
+        an enclosure (this context is evidence, never a proof)."""
+        lo, hi = _interval_ends(lo, hi)
+        return self.convert((lo + hi) / 2)
+
+    def upper(self, x):
+        """``x`` itself (a point: not a rigorous bound)."""
+        return x
+
+    def lower(self, x):
+        """``x`` itself (a point: not a rigorous bound)."""
+        return x
+
+
+class MPContext(_PointContext):
     """mpmath at ``prec`` bits in a private ``mpmath.MPContext`` (evidence, never a proof)."""
 
     name = "mp"
     rigorous = False
 
     def __init__(self, prec: int = 128):
-        if prec < 2:
-            raise ValueError("precision must be at least 2 bits")
-        self.prec = int(prec)
+        self.prec = _bits(prec)
         self._mp = mpmath.MPContext()
         self._mp.prec = self.prec
 
@@ -493,25 +515,11 @@ class MPContext(Context):
     def pow(self, x, e):
         return x**e
 
-    def interval(self, lo, hi):
-        """The midpoint ``(lo + hi) / 2`` rounded to this context: a representative point, *not*
-        an enclosure (this context is evidence, never a proof)."""
-        lo, hi = _interval_ends(lo, hi)
-        return self.convert((lo + hi) / 2)
-
-    def upper(self, x):
-        """``x`` itself (a point: not a rigorous bound)."""
-        return x
-
-    def lower(self, x):
-        """``x`` itself (a point: not a rigorous bound)."""
-        return x
-
     def to_str(self, x, digits=20):
         return self._mp.nstr(x, digits)
 
 
-class FPContext(Context):
+class FPContext(_PointContext):
     """IEEE float64.  Overflow gives ``inf`` and underflow ``0.0``, as float64 code would see them."""
 
     name = "fp"
@@ -589,20 +597,6 @@ class FPContext(Context):
         if math.isnan(a) or math.isnan(b):
             return None
         return a <= b
-
-    def interval(self, lo, hi):
-        """The midpoint ``(lo + hi) / 2`` rounded to this context: a representative point, *not*
-        an enclosure (this context is evidence, never a proof)."""
-        lo, hi = _interval_ends(lo, hi)
-        return self.convert((lo + hi) / 2)
-
-    def upper(self, x):
-        """``x`` itself (a point: not a rigorous bound)."""
-        return x
-
-    def lower(self, x):
-        """``x`` itself (a point: not a rigorous bound)."""
-        return x
 
     def to_str(self, x, digits=17):
         return repr(x)

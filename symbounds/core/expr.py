@@ -95,9 +95,10 @@ def _bits(expr) -> int:
     return max((max(abs(r.p).bit_length(), r.q.bit_length()) for r in _rationals(expr)), default=0)
 
 
-def _checked(expr):
-    """Reject results that are undefined, infinite, non-real, too deep or oversized."""
-    height, stack = {}, [expr]  # iterative post-order walk: SymPy trees can be deep
+def _heights(expr) -> dict:
+    """The height of every node of ``expr``, in post-order (an iterative walk: SymPy trees can be
+    deep)."""
+    height, stack = {}, [expr]
     while stack:
         node = stack[-1]
         todo = [a for a in node.args if a not in height]
@@ -106,6 +107,13 @@ def _checked(expr):
             continue
         stack.pop()
         height[node] = 1 + max((height[a] for a in node.args), default=0)
+    return height
+
+
+def _checked(expr):
+    """Reject results that are undefined, infinite, non-real, too deep or oversized."""
+    height = _heights(expr)
+    for node in height:
         if any(node is bad for bad in _BAD):
             raise ExprError("expression is undefined or infinite (e.g. log(0))")
         if node.is_Rational and max(abs(node.p).bit_length(), node.q.bit_length()) > MAX_BITS:
@@ -408,16 +416,7 @@ def _kept(kind: str, arg, nodes: set) -> bool:
 
 
 def _height(expr) -> int:
-    height, stack = {}, [expr]
-    while stack:
-        node = stack[-1]
-        todo = [a for a in node.args if a not in height]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        height[node] = 1 + max((height[a] for a in node.args), default=0)
-    return height[expr]
+    return _heights(expr)[expr]
 
 
 def parse_target(text: str, d: int) -> sp.Expr:

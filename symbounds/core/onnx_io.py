@@ -36,7 +36,7 @@ from fractions import Fraction
 
 from .exact import NumberError
 from .modelfile import model_from_json, model_to_json
-from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, _flatten
 
 __all__ = ["OnnxError", "export_onnx", "import_onnx", "model_to_onnx", "onnx_to_model"]
 
@@ -67,17 +67,9 @@ def _exact(model: Transformer) -> Transformer:
     if model.embedding is not None:
         arrays += [model.embedding.base, model.embedding.E]
     if model.definitions or any(not isinstance(v, (int, Fraction)) or isinstance(v, bool)
-                                for a in arrays for v in _flat(a)):
+                                for a in arrays for v in _flatten(a)):
         return model_from_json(model_to_json(model, 192))
     return model
-
-
-def _flat(a):
-    if isinstance(a, tuple):
-        for r in a:
-            yield from _flat(r)
-    else:
-        yield a
 
 
 def model_to_onnx(model: Transformer):
@@ -295,7 +287,6 @@ class _Importer:
 
     # --- materialising a value as the next residual state -------------------------------------
     def materialise(self, v: _Aff, where) -> _Aff:
-        np = self.np
         if v.state != self.state:
             raise OnnxError(f"{where}: uses a tensor of an earlier layer (not a sequential stack of layers)")
         D, k = v.L.shape
@@ -461,7 +452,6 @@ class _Importer:
 
     # --- the graph --------------------------------------------------------------------------------
     def run(self) -> Transformer:
-        np = self.np
         g = self.proto.graph
         inits = {t.name for t in g.initializer}
         inputs = [i for i in g.input if i.name not in inits]
@@ -537,7 +527,6 @@ class _Importer:
         return default
 
     def op(self, nd, args, where):
-        np = self.np
         op = nd.op_type
         allowed = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Softmax", "Transpose", "Reshape",
                    "Concat", "Constant", "Identity", "Gather", "Split", "Slice"}

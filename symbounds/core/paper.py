@@ -25,13 +25,15 @@ member                    what it is
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Mapping
 
-from .claims import Claim, ClaimResult, Verdict, overall
+from .claims import Claim, ClaimResult, HasVerdict, load_claims
 from .transformer import Transformer
 
-__all__ = ["Parameter", "Paper", "Proof"]
+__all__ = ["Parameter", "Paper", "Proof", "with_defaults", "load_spec"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,32 @@ class Parameter:
     doc: str
 
 
+def load_spec(path) -> dict:
+    """A construction's data from its ``paper.toml``: ``key``, ``title``, ``citation``, ``docs``,
+    ``parameters`` (:class:`Parameter`), ``claims`` (loaded from the claim files it lists, paths
+    relative to it) and ``examples``; ``Paper(**load_spec(path), instance=..., ...)`` adds the code."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    known = {"key", "title", "citation", "docs", "claims", "parameters", "examples"}
+    if set(data) - known:
+        raise ValueError(f"{path}: unknown field {sorted(set(data) - known)[0]!r}")
+    claims = tuple(c for name in data["claims"] for c in load_claims(path.parent / name).values())
+    params = tuple(Parameter(p["name"], p.get("default"), p["doc"]) for p in data["parameters"])
+    return {**data, "claims": claims, "parameters": params, "examples": tuple(data["examples"])}
+
+
+def with_defaults(parameters, values: Mapping[str, str]) -> dict:
+    """``values`` completed with the parameters' defaults; ValueError on an unknown name."""
+    names = {p.name for p in parameters}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"unknown parameter {unknown[0]!r} (known: {', '.join(sorted(names))})")
+    return {p.name: values.get(p.name, p.default) for p in parameters}
+
+
 @dataclass
-class Proof:
+class Proof(HasVerdict):
     """What ``prove`` returns: the verdicts, the network they are about, and anything else the
     construction reports (``extra``)."""
 
@@ -54,12 +80,8 @@ class Proof:
     extra: dict = field(default_factory=dict)
 
     @property
-    def verdict(self) -> Verdict:
-        return overall(self.results)
-
-    @property
-    def exit_code(self) -> int:
-        return self.verdict.exit_code
+    def claims(self) -> list[ClaimResult]:
+        return self.results
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from fractions import Fraction
 from itertools import product
 
 from .bound import BoundUndecided, _check_box, enclosure, evaluate_box, outputs_at
-from .boxes import Box
 from .contexts import BallContext
 from .exact import NumberError, parse_number
 from .transformer import Transformer

@@ -45,7 +45,7 @@ def readme_commands() -> list[str]:
     out = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         for line in block.splitlines():
-            line = line.split("  #")[0].strip()
+            line = re.split(r"\s+#\s", line)[0].strip()
             m = re.search(r"(?:^|&& \.venv/bin/)(symbounds .*)$", line)
             if m:
                 out.append(m.group(1).strip())
@@ -57,6 +57,8 @@ def readme_commands() -> list[str]:
 def _run(cmd: str, tmp_path, monkeypatch) -> int:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "dataset.json").write_text(json.dumps(DATASET))
+    vnnlib = re.search(r"<!-- readme-snippet: own-network-vnnlib -->\s*```lisp\n(.*?)```", README.read_text(), re.S)
+    (tmp_path / "prop.vnnlib").write_text(vnnlib.group(1))
     argv = shlex.split(cmd)[1:]
     return main(argv)
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ...core.claims import ClaimResult, Verdict, exit_code, overall
+from ...core.claims import ClaimResult, HasVerdict
 from ...core.exact import decimal
 from . import construction as al
 from .dataset import Dataset
@@ -46,7 +46,7 @@ class InterpOptions:
 
 
 @dataclass
-class InterpResult:
+class InterpResult(HasVerdict):
     dataset: Dataset
     options: InterpOptions
     construction: object
@@ -58,13 +58,6 @@ class InterpResult:
     extra: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
 
-    @property
-    def verdict(self) -> Verdict:
-        return overall(self.claims)
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self.claims)
 
     @property
     def model(self):

@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 from typing import Mapping
 
 from ...core.exact import parse_number
 from ...core.expr import ExprError
-from ...core.paper import Paper, Parameter, Proof
+from ...core.paper import Paper, Proof, load_spec, with_defaults
 from .certificate import rebuild
-from .claims import CLAIMS
 from .constants import Instance, constants
 from .construction import build
-from .manifolds.claims import MANIFOLD_CLAIMS
-from .manifolds.manifold import NAMES, ManifoldInstance, manifold_instance
+from .manifolds.manifold import ManifoldInstance, manifold_instance
 from .run import PouOptions, run
 
 __all__ = ["PAPER"]
 
-PARAMETERS = (
-    Parameter("d", "1", "input dimension (the cube [0,1]^d); on a manifold its intrinsic dimension"),
-    Parameter("alpha", "1", "Hölder exponent in (0, 1]"),
-    Parameter("holder", "2", "Hölder constant C_H > 0 (manifold: its target's)"),
-    Parameter("bound", "2", "sup-norm bound B > 0 of the target (manifold: its target's)"),
-    Parameter("eps", "1/10", "accuracy in (0, 1) (manifold: by manifold)"),
-    Parameter("target", None, "target g as an expression in x1..xd (default: a 2-Lipschitz sine)"),
-    Parameter("M", None, "attention scale M (default: derived)"),
-    Parameter("Mg", None, "partition scale M_g (default: derived)"),
-    Parameter("manifold", None, f"inputs on a manifold instead of the cube: {', '.join(NAMES)}"),
-    Parameter("ambient", None, "manifold: the ambient dimension (default: by manifold)"),
-    Parameter("radius", None, "manifold: its radius (default: by manifold)"),
-)
+SPEC = load_spec(Path(__file__).with_name("paper.toml"))
+PARAMETERS = SPEC["parameters"]
 
 _MANIFOLD_ONLY = ("ambient", "radius")
 
@@ -56,9 +44,7 @@ def _manifold(values: Mapping[str, str]) -> ManifoldInstance:
 def instance(values: Mapping[str, str]) -> Instance | ManifoldInstance:
     """An instance from text values (ValueError naming the parameter on bad input): on the cube
     ``[0,1]^d``, or on a manifold when ``manifold`` is given."""
-    unknown = set(values) - {p.name for p in PARAMETERS}
-    if unknown:
-        raise ValueError(f"unknown parameter {sorted(unknown)[0]!r}")
+    with_defaults(PARAMETERS, values)
     try:
         return _manifold(values) if values.get("manifold") is not None else _cube(values)
     except ExprError as e:
@@ -96,19 +82,4 @@ def prove(inst: Instance | ManifoldInstance, **options) -> Proof:
     return Proof(res.claims, res.model, {"result": res})
 
 
-PAPER = Paper(
-    key="shi_liao",
-    title="Softmax partition of unity: a two-block Transformer approximating Hölder functions",
-    citation="Z. Shi, W. Liao, Learning Theory of Transformers: Local-to-Global Approximation via Softmax "
-             "Partition of Unity, NeurIPS 2026, arXiv:2605.08811",
-    docs="docs/shi_liao.md",
-    parameters=PARAMETERS,
-    instance=instance,
-    build=_build,
-    claims=tuple(CLAIMS.values()) + tuple(MANIFOLD_CLAIMS.values()),
-    prove=prove,
-    sample_input=sample_input,
-    examples=({"d": "1", "eps": "1/2"},  # the cube [0,1]: L1-L8, E0-E3, A1/A2
-              {"manifold": "circle"}),  # a circle in [0,1]^2 (P = 26): M0-M2, L7.M and its own E1, L8
-    rebuild=rebuild,
-)
+PAPER = Paper(**SPEC, instance=instance, build=_build, prove=prove, sample_input=sample_input, rebuild=rebuild)

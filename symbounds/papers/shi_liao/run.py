@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ...core.claims import ClaimResult, Verdict, decide, escalate, exit_code, overall
+from ...core.claims import ClaimResult, HasVerdict, decide, escalate
 from ...core.contexts import BallContext, FPContext, MPContext
 from ...core.expr import variables
 from ...core.fpcompare import compare_claims, compare_quantities, named_quantities
@@ -41,7 +41,7 @@ class PouOptions:
 
 
 @dataclass
-class PouResult:
+class PouResult(HasVerdict):
     instance: sl.Instance
     K: sl.Constants
     model: object
@@ -57,13 +57,6 @@ class PouResult:
     whole: dict = field(default_factory=dict)  # manifolds: the L7.M run (boxes, bound, status)
     max_error_value: object = None  # the ball of max |T(x) - g(x)| over the sample points
 
-    @property
-    def verdict(self) -> Verdict:
-        return overall(self.claims)
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self.claims)
 
 
 def constants_json(K: sl.Constants, model, ctx: BallContext) -> dict:
