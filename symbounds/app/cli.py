@@ -32,6 +32,7 @@ from ..papers.shi_liao.run import PouOptions
 from ..papers.shi_liao.run import run as pou_run
 from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
 from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders, instance, number, point
+from .catalogue_cli import add_prove_arguments, run_prove
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
 from .report import interp_json, interp_text, pou_json, pou_text, tighten_json, tighten_text
@@ -112,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
     add_model_commands(sub)
+    add_prove_arguments(sub.add_parser(
+        "prove", help="any construction of the catalogue by name: symbounds prove --list; symbounds prove KEY N=V ..."))
     add_latex_arguments(sub.add_parser(
         "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
     add_plot_arguments(sub.add_parser(
@@ -437,7 +440,8 @@ def main(argv=None) -> int:
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
-                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, **MODEL_COMMANDS}
+                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "prove": run_prove,
+                    **MODEL_COMMANDS}
         return commands[args.command](args)
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

@@ -1,0 +1,86 @@
+"""``symbounds prove KEY [NAME=VALUE ...]``: any construction of the catalogue, by its interface.
+
+The command line reaches a construction only through :class:`symbounds.core.paper.Paper`: its
+parameters (``--list`` shows them), ``instance``, ``prove`` and the declared claims.  A new
+construction registered in ``symbounds.papers.CATALOGUE`` appears here with nothing else to add.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..core.expr import ExprError
+from ..core.version import __version__
+from ..papers import CATALOGUE
+from .args import UsageError
+
+__all__ = ["add_prove_arguments", "run_prove", "catalogue_text"]
+
+
+def add_prove_arguments(p) -> None:
+    p.add_argument("construction", nargs="?", default=None, help="a catalogue key (see --list)")
+    p.add_argument("values", nargs="*", metavar="NAME=VALUE", help="instance parameters (default: the paper's)")
+    p.add_argument("--example", type=int, default=None, metavar="K",
+                   help="prove the construction's K-th built-in example (0-based) instead")
+    p.add_argument("--list", action="store_true", help="list the constructions and their parameters")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def catalogue_text() -> str:
+    lines = []
+    for paper in CATALOGUE.values():
+        lines += [f"{paper.key}: {paper.title}", f"  {paper.citation}", f"  mathematics: {paper.docs}"]
+        width = max(len(p.name) for p in paper.parameters)
+        for p in paper.parameters:
+            default = "derived" if p.default is None else p.default
+            lines.append(f"  {p.name:<{width}}  {default:<8}  {p.doc}")
+        lines.append(f"  claims: {' '.join(c.id for c in paper.claims)}")
+    return "\n".join(lines)
+
+
+def _values(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"{item[:40]!r}: expected NAME=VALUE")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def run_prove(args) -> int:
+    if args.list or args.construction is None:
+        print(catalogue_text())
+        return 0
+    paper = CATALOGUE.get(args.construction)
+    if paper is None:
+        raise UsageError(f"unknown construction {args.construction[:40]!r} (known: {', '.join(CATALOGUE)})")
+    if args.example is not None:
+        if args.values:
+            raise UsageError("--example takes no NAME=VALUE parameters")
+        if not 0 <= args.example < len(paper.examples):
+            raise UsageError(f"--example {args.example}: {paper.key} has {len(paper.examples)} examples")
+        values = dict(paper.examples[args.example])
+    else:
+        values = _values(args.values)
+    try:
+        inst = paper.instance(values)
+    except ExprError as e:
+        raise UsageError(f"target: {e}") from None
+    except (ValueError, TypeError) as e:
+        raise UsageError(str(e).splitlines()[0]) from None
+    proof = paper.prove(inst)
+    if args.json:
+        print(json.dumps({"symbounds": __version__, "command": "prove", "construction": paper.key,
+                          "parameters": values, "claims": [r.as_json() for r in proof.results],
+                          "verdict": str(proof.verdict)}, indent=2))
+    else:
+        print(f"symbounds prove {paper.key}: {paper.title}")
+        print(f"  {paper.citation}")
+        given = "  ".join(f"{k}={v}" for k, v in values.items()) or "(defaults)"
+        print(f"instance  {given}")
+        for r in proof.results:
+            where = r.context if r.prec is None else f"{r.context}@{r.prec}"
+            print(f"  {r.id:<5} {r.verdict:<9} {where:<12} {r.statement}")
+        print(f"verdict: {proof.verdict}")
+    return proof.exit_code
