@@ -21,7 +21,6 @@ STAND_INS = {
     "--target \"sin(x1+x2)/2\" --certify --out table.csv":
         "symbounds sweep --eps 1/2 --d 1,2 --holder 1 --bound 1 --target \"sin(x1)/2\" "
         "--target \"sin(x1+x2)/2\" --certify --out table.csv",
-    "symbounds pou --manifold sphere": "symbounds pou --manifold sphere --eps 1/2",
     "symbounds pou --manifold curve --ambient 10": "symbounds pou --manifold curve --ambient 10 --eps 1/2",
     "symbounds interp --random 20,50,16,3 --seed 1": "symbounds interp --random 4,10,16,3 --seed 1",
     "symbounds interp --random 10,100,16,1 --attention softmax":
