@@ -35,7 +35,7 @@ from .transformer import Transformer
 
 __all__ = ["SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
 
-MAX_SPEC = 4 * 2**20
+MAX_PROPERTY_BYTES = 4 * 2**20
 MAX_DISJUNCTS = 4096
 _VAR = re.compile(r"^([XY])_([0-9]{1,6})$")
 
@@ -193,7 +193,7 @@ def parse_vnnlib(text: str) -> Spec:
 
 
 def _parse(text: str) -> Spec:
-    if len(text) > MAX_SPEC:
+    if len(text) > MAX_PROPERTY_BYTES:
         raise SpecError(f"property file too large ({len(text)} characters)")
     declared: dict = {}
     lo: dict = {}
@@ -272,7 +272,7 @@ def _parse(text: str) -> Spec:
 def load_vnnlib(path: str) -> Spec:
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read(MAX_SPEC + 1)
+            text = f.read(MAX_PROPERTY_BYTES + 1)
     except OSError as e:
         raise SpecError(f"{path}: {e.strerror or e}") from None
     except UnicodeDecodeError:

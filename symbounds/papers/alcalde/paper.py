@@ -13,8 +13,8 @@ from .run import InterpOptions, run
 
 __all__ = ["PAPER", "InterpInstance"]
 
-SPEC = load_spec(Path(__file__).with_name("paper.toml"))
-PARAMETERS = SPEC["parameters"]
+DATA = load_spec(Path(__file__).with_name("paper.toml"))
+PARAMETERS = DATA["parameters"]
 
 
 @dataclass(frozen=True)
@@ -55,4 +55,4 @@ def prove(inst: InterpInstance, **options) -> Proof:
     return Proof(res.claims, res.model, {"result": res})
 
 
-PAPER = Paper(**SPEC, instance=instance, build=_build, prove=prove, sample_input=sample_input)
+PAPER = Paper(**DATA, instance=instance, build=_build, prove=prove, sample_input=sample_input)

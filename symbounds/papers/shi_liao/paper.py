@@ -17,8 +17,8 @@ from .run import PouOptions, run
 
 __all__ = ["PAPER"]
 
-SPEC = load_spec(Path(__file__).with_name("paper.toml"))
-PARAMETERS = SPEC["parameters"]
+DATA = load_spec(Path(__file__).with_name("paper.toml"))
+PARAMETERS = DATA["parameters"]
 
 _MANIFOLD_ONLY = ("ambient", "radius")
 
@@ -82,4 +82,4 @@ def prove(inst: Instance | ManifoldInstance, **options) -> Proof:
     return Proof(res.claims, res.model, {"result": res})
 
 
-PAPER = Paper(**SPEC, instance=instance, build=_build, prove=prove, sample_input=sample_input, rebuild=rebuild)
+PAPER = Paper(**DATA, instance=instance, build=_build, prove=prove, sample_input=sample_input, rebuild=rebuild)
