@@ -1,7 +1,10 @@
 """LaTeX of constants, lemma chains and tables (``symbounds latex pou|interp|tables``).
 
-Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``) or a
-fragment for ``\\input`` (``fragment=True``):
+Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``,
+``lmodern``) or a fragment for ``\\input`` (``fragment=True``) whose first lines name the packages it
+needs (:data:`PACKAGES`); a fragment fits the text width of a plain ``article``.  Each claim is
+shown once, as its declared display in the paper's notation, with the words of its plain
+statement that the display does not say as a short caption (:func:`caption_text`).
 
 ``pou``
     Shi & Liao [SL26] at one instance: every constant (docs/shi_liao.md, Constants) as its formula in the paper's
@@ -208,11 +211,14 @@ def _segments(s: str) -> list:
     out, depth, cur = [], 0, ""
     for ch in s:
         if ch == "(" and depth == 0:
-            out.append(cur); cur = ""; depth = 1
+            out.append(cur)
+            cur, depth = "", 1
         elif ch == "(":
-            depth += 1; cur += ch
+            depth += 1
+            cur += ch
         elif ch == ")" and depth == 1:
-            out.append(cur); cur = ""; depth = 0
+            out.append(cur)
+            cur, depth = "", 0
         else:
             if ch == ")" and depth:
                 depth -= 1

@@ -8,14 +8,19 @@ kind           what is drawn
                whole-cube certified error, against ``ε``, beside the line ``error = ε``; log-log,
                one series per ``(d, target)``
 ``size``       from a sweep table: the token count ``P`` against ``ε`` beside the paper's bound
-               ``d^{d/2} (8C_H)^{d/α} ε^{-d/α}``; log-log, one series per ``(d, target)``
-``leakage``    from ``symbounds pou`` runs at several attention scales ``M``: ``log10`` of the
-               certified ``e^{-cM}``, of the largest off-target layer-1 weight (L3, measured
-               from the attention matrices), of ``max_j |T̃_j − T_j|`` (L6.1) and of
-               ``max_j |g̃_j − g(c_j)|`` (L6.2), against ``M``; with ``context="fp"`` the float64
-               values beside them (a value that underflowed to 0.0 is drawn as a cross on the
-               bottom edge)
+               ``d^{d/2} (8C_H)^{d/α} ε^{-d/α}``; log-log, one series per ``(d, C_H, α)`` (``P``
+               does not depend on the target)
+``leakage``    from ``symbounds pou`` runs at several attention scales ``M``, in panels:
+               ``log10`` of the certified ``e^{-cM}`` (with ``context="fp"`` float64's value
+               beside it, a cross where it underflowed to 0.0); ``log10(q / e^{-cM})`` for the
+               largest off-target layer-1 weight (L3, measured from the attention matrices),
+               ``max_j |T̃_j − T_j|`` (L6.1) and ``max_j |g̃_j − g(c_j)|`` (L6.2); with
+               ``context="fp"``, ``log10(float64 / certified)`` of each quantity
 =============  ===========================================================================
+
+The error and size plots put their x ticks at the table's ``ε`` values (labelled exactly,
+``1/8``); series with the same points are drawn once, with one legend entry; legends sit beside
+the axes, never on the data.  :func:`plot_stages` draws the interpolation stages of [AFZ25].
 
 ``log10`` values are used for ``leakage`` because the certified quantities leave the float64
 range (``e^{-cM} ≈ 10^{-535}`` at ``M = 10^5``); they are computed from the Arb balls, not from
@@ -270,7 +275,7 @@ def plot_leakage(rows: list[dict]):
     ``fig.axes[1]``: each claim's measured side relative to the scale, ``log10(q / e^{-cM})`` for
     ``q`` = L3, L6.1, L6.2 (lines 0, 1, 2, certified, in that order; L3 claims ``≤ 0``).
     ``fig.axes[2]`` (float64 rows only): ``log10(float64 / certified)`` of the four quantities on a
-    symlog axis (0: float64 agrees), crosses on the row labelled ``0.0`` where float64 returned 0.0;
+    symlog axis (0: float64 agrees), crosses on the row labelled ``returned 0.0`` where float64 returned 0.0;
     concentric markers of decreasing size keep coinciding points visible.  Legends sit to the right
     of the panels.
     """
@@ -334,13 +339,14 @@ def plot_leakage(rows: list[dict]):
         top = 10 ** math.ceil(math.log10(hi) + 1e-9)
         ax.set_ylim(zero_row - 2, top * 2)
         ticks = [zero_row, 0.0] + [10.0 ** k for k in range(0, int(round(math.log10(top))) + 1)]
-        _ticks_at(ax.yaxis, ticks, ["0.0"] + ["0"] + [f"$10^{{{k}}}$" for k in range(len(ticks) - 2)])
+        _ticks_at(ax.yaxis, ticks, ["returned 0.0", "0"] + [f"$10^{{{k}}}$" for k in range(len(ticks) - 2)])
         ax.axhline(0.0, color="black", lw=0.8, ls="--")
         ax.set_ylabel(r"$\log_{10}$ (float64 / certified)")
         ax.set_title("float64 against the certified value (0: they agree)")
         _legend_outside(ax)
     axes[-1].set_xscale("log")
-    _ticks_at(axes[-1].xaxis, Ms, [_eps_text(Fraction(r["M"])) for r in rows])
+    _ticks_at(axes[-1].xaxis, Ms, [str(Fraction(r["M"])) if Fraction(r["M"]).denominator == 1
+                                   else f"{float(Fraction(r['M'])):g}" for r in rows])
     axes[-1].set_xlabel("attention scale $M$")
     return fig
 
@@ -498,5 +504,8 @@ def run_plot(args) -> int:
             base = Fraction(int(env[K.M].mid().floor().unique_fmpz()))
             Ms = [base * f for f in (Fraction(1, 4), 1, 4, 16, 64)]
         fig = plot_leakage(leakage_rows(inst, Ms, context=args.context))
-    save_figure(fig, args.out)
+    try:
+        save_figure(fig, args.out)
+    finally:
+        _pyplot().close(fig)
     return 0

@@ -16,6 +16,14 @@ from symbounds.papers.shi_liao.sweep import sweep, write_table  # noqa: E402
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     """A real sweep (d = 1, three accuracies; fast) written by symbounds.sweep."""
