@@ -96,7 +96,7 @@ def test_order_tex():
 def test_pou_document_numbers_match_independent_mpmath(pou_result):
     text = lx.pou_latex(pou_result)
     assert text.startswith(r"\documentclass") and text.rstrip().endswith(r"\end{document}")
-    # M and M_g of the default instance, from the formulas of SPEC A.3 in mpmath (not symbounds)
+    # M and M_g of the default instance, from the formulas of docs/shi_liao.md (Constants) in mpmath (not symbounds)
     mpmath.mp.dps = 40
     d, C_H, B, eps = 1, 2, 2, mpmath.mpf(1) / 10
     r_g = eps / (4 * C_H)
