@@ -29,7 +29,7 @@ from symbounds.papers import shi_liao as sl
 # %% [markdown]
 # ## 1. The constants as formulas
 #
-# Each constant of SPEC A.3 as a SymPy expression in `(d, α, C_H, B, ε)`, with the token count `P`
+# Each constant (docs/shi_liao.md, Constants) as a SymPy expression in `(d, α, C_H, B, ε)`, with the token count `P`
 # and the attention scale `M` as symbols where the grid and the circulant scores enter.
 
 # %%

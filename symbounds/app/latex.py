@@ -1,7 +1,10 @@
 """LaTeX of constants, lemma chains and tables (``symbounds latex pou|interp|tables``).
 
-Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``) or a
-fragment for ``\\input`` (``fragment=True``):
+Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``,
+``lmodern``) or a fragment for ``\\input`` (``fragment=True``) whose first lines name the packages it
+needs (:data:`PACKAGES`); a fragment fits the text width of a plain ``article``.  Each claim is
+shown once, as its declared display in the paper's notation, with the words of its plain
+statement that the display does not say as a short caption (:func:`caption_text`).
 
 ``pou``
     Shi & Liao [SL26] at one instance: every constant (docs/shi_liao.md, Constants) as its formula in the paper's
@@ -196,6 +199,99 @@ def text_tex(s) -> str:
 # ------------------------------------------------------------------------------------------
 # the claims as displayed inequalities
 
+#: plain-text names of Greek letters in claim statements
+_GREEK = {"alpha": r"\alpha", "eta": r"\eta", "lambda": r"\lambda", "delta": r"\delta", "theta": r"\theta",
+          "pi": r"\pi", "eps": r"\varepsilon"}
+_SIMPLE = re.compile(r"^([A-Za-z]+|\d+)([_^])([A-Za-z0-9]+)(-[a-z]+)?([,;:.]?)$")
+_OP = {"-", "+"}
+
+
+def _segments(s: str) -> list:
+    """Top-level text outside and inside parentheses, in order."""
+    out, depth, cur = [], 0, ""
+    for ch in s:
+        if ch == "(" and depth == 0:
+            out.append(cur)
+            cur, depth = "", 1
+        elif ch == "(":
+            depth += 1
+            cur += ch
+        elif ch == ")" and depth == 1:
+            out.append(cur)
+            cur, depth = "", 0
+        else:
+            if ch == ")" and depth:
+                depth -= 1
+            cur += ch
+    out.append(cur)
+    return [x.strip() for x in out if x.strip()]
+
+
+def _token(tok: str) -> tuple:
+    """``('word', text)``, ``('math', latex)`` or ``('break', None)``."""
+    core = tok.rstrip(",;:.")
+    if core == "a" or (re.fullmatch(r"[A-Za-z][A-Za-z0-9]+(-[A-Za-z0-9]+)*", core) and core not in _GREEK
+                       and core not in ("exp", "sqrt", "log", "sum", "cos", "sin", "tol", "ind", "params")):
+        return ("word", tok)
+    if re.fullmatch(r"\d+", core) or core in _OP or re.fullmatch(r"(?!a$)[A-Za-z]", core):
+        return ("math", core)
+    m = _SIMPLE.match(tok)
+    if m:
+        base, op, idx, tail, _ = m.groups()
+        return ("math", f"{_GREEK.get(base, base)}{op}{{{_GREEK.get(idx, idx)}}}" + (f"$-{{}}{tail[1:]}$" if tail else ""))
+    return ("break", None)
+
+
+def caption_text(statement: str) -> str:
+    """The words of a claim's plain statement that its LaTeX display does not say, as LaTeX text
+    (``""`` when the statement is only a formula).
+
+    The statement (``'|g| <= B on a 257^1 grid'``) is cut at formulas: words are kept, simple
+    symbols (``p_j``, ``257^1``, ``x``) are set in math, and anything else (``|g|``, ``<=``,
+    ``exp(...)``) ends a phrase; phrases of at least three words, and labels ending with ``:``, are
+    kept (``'on a $257^{1}$ grid'``).  The raw ASCII statement itself is never printed."""
+    runs = []
+    segs = _segments(statement)
+    for i, seg in enumerate(segs):
+        run = []
+        last = i == len(segs) - 1 or statement.rstrip().endswith(")")
+        for tok in seg.split() + [None]:
+            kind, val = _token(tok) if tok is not None else (("end" if last else "break"), None)
+            if kind in ("break", "end"):
+                while run and run[0][0] == "math":
+                    run.pop(0)
+                while run and ((run[-1][0] == "math" and (run[-1][1] in _OP or kind == "break" and not (
+                        run[-1][1].isdigit() and len(run) > 1 and run[-2][0] == "word"
+                        and not run[-2][1].endswith(":"))))
+                               or (kind == "break" and run[-1][1] in ("the", "a", "an", "of", "to", "and"))):
+                    run.pop()
+                words = [v for k, v in run if k == "word"]
+                if len(words) >= 3 or (words and run[-1][1].endswith(":")):
+                    runs.append(run)
+                run = []
+            else:
+                run.append((kind, val))
+    out = []
+    for run in runs:
+        parts, math = [], []
+        for kind, val in run + [("word", "")]:
+            if kind == "math":
+                math.append(val)
+                continue
+            if math:
+                expr = " ".join(math)
+                if "$-{}" in expr:
+                    head, _, tail = expr.partition("$-{}")
+                    parts.append(f"${head}$-{tail.rstrip('$')}")
+                else:
+                    parts.append(f"${expr}$")
+                math = []
+            if val:
+                parts.append(text_tex(val))
+        out.append(" ".join(parts).rstrip(",;:."))
+    return "; ".join(out).replace("Hoelder", r"H\"older")
+
+
 def value_tex(v, digits: int = 10) -> str:
     """A number as LaTeX: an Arb ball as ``[m \\pm r]`` re-rounded to ``digits`` digits (Arb's
     ``str`` widens the radius, so the printed ball still encloses the value); an exact rational as
@@ -214,12 +310,35 @@ def value_tex(v, digits: int = 10) -> str:
     return ball_tex(f"{q.numerator}/{q.denominator}")
 
 
+def tol_tex(prec) -> str:
+    """``tol`` of a claim decided at ``prec`` bits, as LaTeX: :func:`symbounds.papers.shi_liao.claims.tolerance`
+    is ``2^{-⌊p/2⌋}`` with ``p = prec`` (``p = 53`` when the context has no precision)."""
+    return rf"2^{{-{(prec or 53) // 2}}}"
+
+
+def tol_definition(ids) -> str:
+    """The sentence that defines ``tol`` for the claims ``ids`` that use it."""
+    which = ", ".join(ids[:-1]) + (" and " if len(ids) > 1 else "") + ids[-1]
+    return (rf"In {text_tex(which)}, $\mathrm{{tol}} = 2^{{-\lfloor p/2 \rfloor}}$ is the tolerance "
+            r"``to working precision'': $p$ is the precision in bits of the arithmetic that decided the "
+            r"claim ($p = 53$ when it has none), so $\mathrm{tol} = 2^{-64}$ at 128 bits.  These claims "
+            r"are identities of the construction; $\mathrm{tol}$ only absorbs the rounding of the "
+            r"forward pass, and its value is printed beside each of them.")
+
+
 def _claim_block(c) -> str:
-    """One claim: its declared statement in the paper's notation, the verdict, and the two
-    measured sides joined by the declared relation."""
-    stmt = c.claim.tex if c.claim is not None else r"\text{" + text_tex(c.statement) + "}"
+    """One claim: id, verdict, the deciding context and (when it adds something) the words of its
+    plain statement as a short caption; then its declared statement in the paper's notation and
+    the two measured sides joined by the declared relation."""
     where = c.context + (f", {c.prec} bits" if c.prec else "")
-    head = rf"\item[\textbf{{{text_tex(c.id)}}}] \textsc{{{text_tex(c.verdict)}}} ({text_tex(where)}): {text_tex(c.statement)}"
+    if c.claim is not None:
+        stmt, caption = c.claim.tex, caption_text(c.statement)
+    else:
+        stmt, caption = r"\text{" + text_tex(c.statement) + "}", ""
+    if r"\mathrm{tol}" in stmt:
+        stmt += rf", \quad \mathrm{{tol}} = {tol_tex(c.prec)}"
+    head = rf"\item[\textbf{{{text_tex(c.id)}}}] \textsc{{{text_tex(c.verdict)}}} ({text_tex(where)})" \
+        + (f": {caption}" if caption else "")
     lines = [head, r"\begin{equation*}", stmt, r"\end{equation*}"]
     lhs = value_tex(c.lhs_value) if c.lhs_value is not None else ball_tex(c.lhs)
     rhs = value_tex(c.rhs_value) if c.rhs_value is not None else ball_tex(c.rhs)
@@ -238,6 +357,7 @@ def _claim_block(c) -> str:
 
 _PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage[T1]{fontenc}
+\usepackage{lmodern}
 \usepackage[margin=2cm]{geometry}
 \usepackage{amsmath,amssymb}
 \usepackage{booktabs}
@@ -248,10 +368,23 @@ _PREAMBLE = r"""\documentclass[11pt]{article}
 """
 
 
-def document(body: str, fragment: bool = False, title: str | None = None) -> str:
-    """``body`` as a standalone ``article`` (default) or as a fragment for ``\\input``."""
+#: LaTeX packages each document's body needs (a fragment lists them in its first line)
+PACKAGES = {
+    "pou": ("amsmath", "amssymb"),
+    "interp": ("amsmath", "amssymb", "booktabs", "array"),
+    "tables": ("amsmath", "amssymb", "booktabs", "graphicx"),
+}
+
+
+def document(body: str, fragment: bool = False, title: str | None = None, what: str | None = None) -> str:
+    """``body`` as a standalone ``article`` (default) or as a fragment for ``\\input``, whose first
+    line is a comment naming the packages it needs (:data:`PACKAGES` of ``what``)."""
     if fragment:
-        return body.rstrip() + "\n"
+        head = ""
+        if what:
+            head = (f"% symbounds latex {what} --fragment: \\input this in a document that loads\n"
+                    f"% \\usepackage{{{','.join(PACKAGES[what])}}}\n")
+        return head + body.rstrip() + "\n"
     head = _PREAMBLE + (rf"\section*{{{title}}}" + "\n" if title else "")
     return head + body.rstrip() + "\n\\end{document}\n"
 
@@ -294,7 +427,9 @@ def pou_latex(res, fragment: bool = False) -> str:
             value = "= " + ball_tex(consts[name])
         else:
             value = r"\approx " + decimal_tex(consts[name])
-        if name in ("M", "M_g") and getattr(base, {"M": "M", "M_g": "M_g"}[name]) is not None:
+        if formula is not None and formula.is_number and value.startswith("= "):
+            rows.append(rf"{lhs} &{value}")  # a constant: its formula is its value (H^2 = 1), once
+        elif name in ("M", "M_g") and getattr(base, {"M": "M", "M_g": "M_g"}[name]) is not None:
             rows.append(rf"{lhs} &= {sympy.latex(getattr(base, name))} \quad\text{{(user; derived: }} "
                         rf"{_tex_formula(formula)}\text{{)}}")
         else:
@@ -305,23 +440,27 @@ def pou_latex(res, fragment: bool = False) -> str:
             r"\begin{align*}",
             rf"\#\text{{params}} &= {consts['params_dense']} \text{{ (dense)}}, \quad {consts['params_nonzero']}"
             r"\text{ (non-zero)} \\",
-            rf"\max|w| &\approx {decimal_tex(consts['max_weight'])} \quad\text{{(measured)}}, \qquad"
-            rf" \varepsilon^{{-2d/\alpha}}\log(1/\varepsilon) \approx {decimal_tex(consts['max_weight_paper_order'])}"
-            r" \quad\text{(paper's order)}",
+            rf"\max|w| &\approx {decimal_tex(consts['max_weight'])} \quad\text{{(measured)}} \\",
+            rf"\varepsilon^{{-2d/\alpha}}\log(1/\varepsilon) &\approx {decimal_tex(consts['max_weight_paper_order'])}"
+            r" \quad\text{(the paper's order of } \max|w|\text{)}",
             r"\end{align*}", ""]
     n_proved = sum(c.verdict == "proved" for c in res.claims)
     verdict = str(res.verdict)
     out += [r"\subsection*{Lemma chain L1--L8 and the $\varepsilon$ budget E0--E3}",
             rf"Verdicts from \texttt{{symbounds pou}}: Arb balls (up to {res.prec} bits), exact arithmetic or SymPy; "
             rf"{res.samples} sample points. Each side is a certified enclosure $[m \pm r]$. "
-            rf"Overall: \textbf{{{verdict}}} ({n_proved} of {len(res.claims)} claims proved).",
-            r"\begin{description}"]
+            rf"Overall: \textbf{{{verdict}}} ({n_proved} of {len(res.claims)} claims proved)."]
+    tol_ids = [c.id for c in res.claims if c.claim is not None and r"\mathrm{tol}" in c.claim.tex]
+    if tol_ids:
+        out += ["", tol_definition(tol_ids)]
+    out.append(r"\begin{description}")
     order = lambda c: (0 if c.scope == "lemma" else 1 if c.scope == "budget" else 2)
     for c in sorted(res.claims, key=order):
         out.append(_claim_block(c))
     out += [r"\end{description}", "",
-            rf"Largest measured error at the sample points: $\max_x |T(x)-g(x)| \in {value_tex(res.max_error_value)}$."]
-    return document("\n".join(out), fragment, title="Softmax partition of unity [SL26]: constants and lemma chain")
+            r"Largest measured error at the sample points:",
+            r"\begin{equation*}", rf"\max_x |T(x)-g(x)| \in {value_tex(res.max_error_value)}.", r"\end{equation*}"]
+    return document("\n".join(out), fragment, title="Softmax partition of unity [SL26]: constants and lemma chain", what="pou")
 
 
 def interp_latex(res, fragment: bool = False) -> str:
@@ -339,7 +478,8 @@ def interp_latex(res, fragment: bool = False) -> str:
            + (rf" at temperature $\tau = {sympy.latex(sympy.Rational(res.options.tau.numerator, res.options.tau.denominator))}$"
               if att == "softmax" else f", {text_tex(res.construction.variant)} variant") + ".",
            "",
-           r"\begin{center}", r"\begin{tabular}{lrl}", r"\toprule",
+           r"\begin{center}", r"\small",
+           r"\begin{tabular}{@{}lr>{\raggedright\arraybackslash}p{0.31\linewidth}@{}}", r"\toprule",
            r"quantity & built & formula \\", r"\midrule",
            rf"blocks $L$ & {sz['blocks']} & ${formula_tex}$ with $K = {f['K']}$ \\",
            rf"blocks, paper & {f['paper']} & ${paper_tex}$ \\",
@@ -352,12 +492,20 @@ def interp_latex(res, fragment: bool = False) -> str:
            rf"{res.theta_norm_sq.denominator.bit_length()}-bit denominator \\",
            r"\bottomrule", r"\end{tabular}", r"\end{center}", "",
            r"\subsection*{Stage claims}",
-           r"\begin{center}", r"\begin{tabular}{llp{0.62\linewidth}}", r"\toprule",
-           r"claim & verdict & statement \\", r"\midrule"]
+           r"\begin{center}", r"\small", r"\begin{tabular}{@{}ll>{\raggedright\arraybackslash}p{0.64\linewidth}@{}}",
+           r"\toprule",
+           r"claim & verdict & statement; measured \\", r"\midrule"]
     for c in res.claims:
         where = c.context + (f", {c.prec} bits" if c.prec else "")
-        extra = f" ({c.lhs}; {c.rhs})" if (c.lhs or c.rhs) else ""
-        out.append(rf"{text_tex(c.id)} & {text_tex(c.verdict)} ({text_tex(where)}) & {text_tex(c.statement + extra)} \\")
+        if c.claim is not None:
+            caption = caption_text(c.statement)
+            stmt = f"${c.claim.tex}$" + (rf"\newline{{\footnotesize {caption}}}" if caption else "")
+        else:
+            stmt = text_tex(c.statement)
+        sides = text_tex(c.lhs or "") + (f" (bound {text_tex(c.rhs)})" if c.lhs and c.rhs else text_tex(c.rhs or ""))
+        if sides:
+            stmt += rf"\newline{{\footnotesize measured: {sides}}}"
+        out.append(rf"{text_tex(c.id)} & {text_tex(c.verdict)} ({text_tex(where)}) & {stmt} \\")
     out += [r"\bottomrule", r"\end{tabular}", r"\end{center}", "",
             r"\subsection*{Regularised training}",
             r"If $\theta^*$ interpolates exactly, every minimiser $\theta_\varepsilon$ of "
@@ -373,7 +521,7 @@ def interp_latex(res, fragment: bool = False) -> str:
     out += [r"\end{align*}", "",
             rf"Overall: \textbf{{{verdict}}}; exact interpolation of every sequence: "
             rf"\textbf{{{'yes' if res.exact else 'no'}}}."]
-    return document("\n".join(out), fragment, title="Exact sequence interpolation [AFZ25]: sizes and stages")
+    return document("\n".join(out), fragment, title="Exact sequence interpolation [AFZ25]: sizes and stages", what="interp")
 
 
 # --- tables: the comparison and the ablation -----------------------------------------------------------
@@ -409,6 +557,75 @@ def _cell(v) -> str:
     return text_tex(v)
 
 
+def sci_tex(v, digits: int = 3) -> str:
+    """``v`` in scientific notation with ``digits`` significant digits, as LaTeX math
+    (``1.38\\times 10^{11}``); exact integers are rounded from their exact value."""
+    if isinstance(v, int):
+        text = decimal(Fraction(v), digits)
+    else:
+        text = f"{v:.{digits - 1}e}"
+    mant, _, exp = f"{float(text):.{digits - 1}e}".partition("e")
+    return rf"{mant}\times 10^{{{int(exp)}}}"
+
+
+def column_cells(values: list) -> list:
+    """One number format per table column: a column of numbers reaching ``10^6`` is printed in
+    scientific notation with 3 significant digits (``1.38\\times 10^{11}``); a column of
+    integers below that as integers; a column of floats with the same number of decimals (the most
+    any entry has, at most 4); anything else (names, exact fractions) as :func:`_cell`."""
+    nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(nums) != len(values):
+        return [_cell(v) for v in values]
+    if max(abs(v) for v in nums) >= 1e6:
+        return [f"${sci_tex(v)}$" for v in nums]
+    if all(isinstance(v, int) for v in nums):
+        return [str(v) for v in nums]
+    places = min(4, max(len(repr(float(v)).partition(".")[2].rstrip("0")) for v in nums))
+    return [f"{float(v):.{places}f}" for v in nums]
+
+
+def _columns(rows) -> list:
+    """``rows`` (tuples) with each column formatted by :func:`column_cells`."""
+    cols = [column_cells([r[i] for r in rows]) for i in range(len(rows[0]))]
+    return [[col[j] for col in cols] for j in range(len(rows))]
+
+
+#: plain-text notation of the "measured here" remark -> LaTeX (longest first)
+_REMARK_TEX = [
+    ("eps^{-2d/alpha} log(1/eps)", r"$\varepsilon^{-2d/\alpha}\log(1/\varepsilon)$"),
+    ("|T - g| <= eps", r"$|T - g| \le \varepsilon$"), ("1/eps", r"$1/\varepsilon$"),
+    ("eps=1/10", r"$\varepsilon = 1/10$"), ("R^10", r"$\mathbb{R}^{10}$"), ("S^2", "$S^2$"),
+    ("L1-L8", "L1--L8"), ("d=1", "$d = 1$"), ("P=40", "$P = 40$"), (" = 230", " $= 230$"),
+]
+
+
+def remark_tex(text: str) -> str:
+    """The plain-text remark of :data:`symbounds.papers.shi_liao.tables.COMPARISON` as LaTeX text:
+    its formulas (``eps^{-2d/alpha}``, ``R^10``, ``<=``) in math, numbers like ``3.69e4`` as
+    ``3.69\\times 10^{4}``, the rest escaped."""
+    pieces = [text]
+    for plain, tex in _REMARK_TEX:
+        nxt = []
+        for i, piece in enumerate(pieces):
+            if isinstance(piece, tuple):
+                nxt.append(piece)
+                continue
+            parts = piece.split(plain)
+            for k, part in enumerate(parts):
+                if k:
+                    nxt.append((tex,))
+                nxt.append(part)
+        pieces = nxt
+    out = []
+    for piece in pieces:
+        if isinstance(piece, tuple):
+            out.append(piece[0])
+        else:
+            t = text_tex(piece)
+            out.append(re.sub(r"(\d(?:\.\d+)?)e(\d+)", r"$\1\\times 10^{\2}$", t))
+    return "".join(out)
+
+
 def _booktabs(columns, head, rows, align=None) -> list:
     align = align or "l" * len(columns)
     out = [r"\begin{tabular}{" + align + "}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
@@ -425,21 +642,22 @@ def tables_latex(fragment: bool = False) -> str:
     cols = ("work", "attention", "positions", "depth", "parameters", "domain")
     rows = []
     for r in comparison:
-        rows.append({c: (order_tex(r[c]) if c in ("depth", "parameters") else text_tex(r[c])) for c in cols})
+        rows.append({c: (order_tex(r[c]) if c in ("depth", "parameters")
+                         else text_tex(r[c]).replace("Hoelder", r"H\"older")) for c in cols})
     out = [r"\subsection*{Comparison with earlier Transformer approximation results}",
            r"\begin{table}[h]\centering\small",
            r"\resizebox{\linewidth}{!}{%",
            *_booktabs(cols, [text_tex(c) for c in cols], rows),
            r"}",
-           r"\caption{Approximation of $\alpha$-H\"older functions to accuracy $\varepsilon$ "
-           r"(orders as stated by each work).}",
+           r"\caption{Transformers approximating $\alpha$-H\"older functions to accuracy $\varepsilon$: "
+           r"depth and parameters as stated by each work, as compared by Shi \& Liao [SL26].}",
            r"\end{table}"]
     measured = [r for r in comparison if r.get("measured here") and r.get("measured here") != "not reproduced"]
     for r in measured:
-        out.append(rf"\noindent\textbf{{Measured here for {text_tex(r['work'])}:}} {text_tex(r['measured here'])}")
+        out.append(rf"\noindent\textbf{{Measured here for {text_tex(r['work'])}:}} {remark_tex(r['measured here'])}")
         out.append("")
     acols = tuple(T.ABLATION_COLUMNS)
-    arows = [[_cell(v) for v in row] for row in T.ABLATION]
+    arows = _columns(T.ABLATION)
     out += [r"\subsection*{Ablation: a net of the manifold against a grid of the ambient cube}",
             r"\begin{table}[h]\centering\small",
             r"\resizebox{\linewidth}{!}{%",
@@ -448,17 +666,19 @@ def tables_latex(fragment: bool = False) -> str:
             r"}",
             r"\caption{Tokens $P$ and dense parameters of the two-block network: centres on an "
             r"$r_g$-net of the manifold (grows with the intrinsic $d$) against the grid of "
-            r"$[0,1]^{\bar D}$ (grows with $\bar D$); $\alpha = 1$.}",
+            r"$[0,1]^{\bar D}$ (grows with $\bar D$), beside the bounds of [SL26]; $\alpha = 1$. "
+            r"Counts are of the built networks (docs/shi\_liao.md, Manifolds).}",
             r"\end{table}"]
     scols = tuple(T.SLOPE_COLUMNS)
-    srows = [[_cell(v) for v in row] for row in T.SLOPES]
+    srows = _columns(T.SLOPES)
     out += [r"\begin{table}[h]\centering\small",
             *_booktabs(scols, [_ABLATION_HEAD.get(c, text_tex(c)) for c in scols], srows,
                        "l" + "r" * (len(scols) - 1)),
             r"\caption{Least-squares slope of $\log P$ against $\log(1/\varepsilon)$, "
-            r"$\varepsilon = 2^{-4}\ldots 2^{-12}$.}",
+            r"$\varepsilon = 2^{-4}, \ldots, 2^{-12}$, beside the exponents $d/\alpha$ and $\bar D/\alpha$ "
+            r"of [SL26] (docs/shi\_liao.md, Manifolds).}",
             r"\end{table}"]
-    return document("\n".join(out), fragment, title="[SL26]: comparison and ablation tables")
+    return document("\n".join(out), fragment, title="[SL26]: comparison and ablation tables", what="tables")
 
 
 # ------------------------------------------------------------------------------------------

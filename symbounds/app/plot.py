@@ -8,14 +8,19 @@ kind           what is drawn
                whole-cube certified error, against ``ε``, beside the line ``error = ε``; log-log,
                one series per ``(d, target)``
 ``size``       from a sweep table: the token count ``P`` against ``ε`` beside the paper's bound
-               ``d^{d/2} (8C_H)^{d/α} ε^{-d/α}``; log-log, one series per ``(d, target)``
-``leakage``    from ``symbounds pou`` runs at several attention scales ``M``: ``log10`` of the
-               certified ``e^{-cM}``, of the largest off-target layer-1 weight (L3, measured
-               from the attention matrices), of ``max_j |T̃_j − T_j|`` (L6.1) and of
-               ``max_j |g̃_j − g(c_j)|`` (L6.2), against ``M``; with ``context="fp"`` the float64
-               values beside them (a value that underflowed to 0.0 is drawn as a cross on the
-               bottom edge)
+               ``d^{d/2} (8C_H)^{d/α} ε^{-d/α}``; log-log, one series per ``(d, C_H, α)`` (``P``
+               does not depend on the target)
+``leakage``    from ``symbounds pou`` runs at several attention scales ``M``, in panels:
+               ``log10`` of the certified ``e^{-cM}`` (with ``context="fp"`` float64's value
+               beside it, a cross where it underflowed to 0.0); ``log10(q / e^{-cM})`` for the
+               largest off-target layer-1 weight (L3, measured from the attention matrices),
+               ``max_j |T̃_j − T_j|`` (L6.1) and ``max_j |g̃_j − g(c_j)|`` (L6.2); with
+               ``context="fp"``, ``log10(float64 / certified)`` of each quantity
 =============  ===========================================================================
+
+The error and size plots put their x ticks at the table's ``ε`` values (labelled exactly,
+``1/8``); series with the same points are drawn once, with one legend entry; legends sit beside
+the axes, never on the data.  :func:`plot_stages` draws the interpolation stages of [AFZ25].
 
 ``log10`` values are used for ``leakage`` because the certified quantities leave the float64
 range (``e^{-cM} ≈ 10^{-535}`` at ``M = 10^5``); they are computed from the Arb balls, not from
@@ -46,7 +51,7 @@ from ..papers.shi_liao.run import PouOptions, run
 from .args import UsageError, add_instance_args, instance
 
 __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
-           "add_plot_arguments", "run_plot", "KINDS"]
+           "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
 
 KINDS = ("error", "size", "leakage")
 
@@ -100,38 +105,86 @@ def _series(rows: list[dict]) -> dict:
     return out
 
 
+def _eps_text(q: Fraction) -> str:
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def _ticks_at(axis, values, labels) -> None:
+    """Major ticks of a log ``axis`` exactly at ``values`` (labelled ``labels``), no minor ticks: an
+    ``ε`` range inside one decade otherwise gets no labelled tick at all."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
+
+    axis.set_major_locator(FixedLocator(list(values)))
+    axis.set_major_formatter(FixedFormatter(list(labels)))
+    axis.set_minor_locator(NullLocator())
+
+
+def _legend_outside(ax, **kw):
+    """The legend to the right of the axes, so it never covers data or annotations."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=8, **kw)
+
+
+def _merged(items: list) -> list:
+    """Series ``(role, name, xs, ys)`` with equal ``role``, ``xs`` and ``ys`` drawn once, their names
+    joined: identical lines would hide each other and repeat in the legend."""
+    out: dict = {}
+    for role, name, xs, ys in items:
+        key = (role, tuple(xs), tuple(ys))
+        if key in out:
+            if name not in out[key][1]:
+                out[key][1].append(name)
+        else:
+            out[key] = (role, [name], xs, ys)
+    return list(out.values())
+
+
 def plot_table(rows: list[dict], kind: str):
     """A matplotlib Figure of a sweep table (``kind``: ``error`` or ``size``).
 
     Line data are floats of the table's numbers: ``x = float(eps)``; ``y`` = ``measured_max_error``
-    (error) or ``P`` (size); the reference line ``y = eps`` (error) or the paper's bound (size) is
-    drawn last in each axes, dashed, with label ``"eps"`` / ``"paper bound, d=..."``.
+    (error) or ``P`` (size); the reference line ``y = eps`` (error) is drawn last, dashed; the
+    paper's bound ``d^{d/2} (8C_H)^{d/α} ε^{-d/α}`` (size) follows the first ``P`` series it
+    belongs to, dotted.  Series with identical points are drawn once, their names joined in one
+    legend entry.  The x ticks sit at the table's ``ε`` values, labelled exactly (``1/8``); the
+    legend is outside the axes.
     """
     if kind not in ("error", "size"):
         raise ValueError(f"unknown table plot {kind!r} (use error or size)")
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    all_eps = set()
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    all_eps: dict = {}
+    items = []
+    bounds = {}
     for (d, target), rs in _series(rows).items():
-        eps = [float(_number(r["eps"], "eps")) for r in rs]
-        all_eps.update(eps)
+        qs = [_number(r["eps"], "eps") for r in rs]
+        eps = [float(q) for q in qs]
+        all_eps.update(zip(eps, qs))
         name = f"d={d}" + (f", {target}" if target else "")
         if kind == "error":
-            ax.plot(eps, [float(_number(r["measured_max_error"], "measured_max_error")) for r in rs], "o-",
-                    label=f"measured max error ({name})")
+            items.append(("measured max error", name, eps,
+                          [float(_number(r["measured_max_error"], "measured_max_error")) for r in rs]))
             cert = [(e, r.get("certified_error")) for e, r in zip(eps, rs) if r.get("certified_error")]
             if cert:
-                ax.plot([e for e, _ in cert], [float(_number(c, "certified_error")) for _, c in cert], "s--",
-                        label=f"certified sup error ({name})")
+                items.append(("certified sup error", name, [e for e, _ in cert],
+                              [float(_number(c, "certified_error")) for _, c in cert]))
         else:
-            ax.plot(eps, [int(r["P"]) for r in rs], "o-", label=f"P ({name})")
             alpha = _number(rs[0].get("alpha", "1"), "alpha")
             C_H = _number(rs[0].get("holder", "2"), "holder")
-            bound = [d ** (d / 2) * (8 * float(C_H)) ** (d / float(alpha)) * e ** (-d / float(alpha)) for e in eps]
-            ax.plot(eps, bound, ":", label=f"paper bound, d={d}")
+            pname = f"d={d}" + (f", C_H={C_H}" if len({r.get('holder') for r in rows}) > 1 else "") \
+                + (f", alpha={alpha}" if len({r.get('alpha') for r in rows}) > 1 else "")
+            items.append(("P", pname, eps, [int(r["P"]) for r in rs]))
+            bounds.setdefault(("P", pname), (d, alpha, C_H))
+    for role, names, xs, ys in _merged(items):
+        style = {"measured max error": "o-", "certified sup error": "s--", "P": "o-"}[role]
+        label = f"{role} ({'; '.join(names)})"
+        ax.plot(xs, ys, style, label=label)
+        if kind == "size":
+            d, alpha, C_H = bounds[(role, names[0])]
+            bound = [d ** (d / 2) * (8 * float(C_H)) ** (d / float(alpha)) * e ** (-d / float(alpha)) for e in xs]
+            ax.plot(xs, bound, ":", color=ax.lines[-1].get_color(), label=f"paper bound ({names[0]})")
     xs = sorted(all_eps)
     if kind == "error":
-        ax.plot(xs, xs, "k--", label="eps")
+        ax.plot(xs, xs, "k--", label=r"$\varepsilon$ (the target accuracy)")
         ax.set_ylabel(r"$\max |T(x) - g(x)|$")
         ax.set_title("error against accuracy")
     else:
@@ -139,12 +192,9 @@ def plot_table(rows: list[dict], kind: str):
         ax.set_title("size against accuracy")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    from matplotlib.ticker import NullFormatter
-
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    _ticks_at(ax.xaxis, xs, [_eps_text(all_eps[x]) for x in xs])
     ax.set_xlabel(r"$\varepsilon$")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    _legend_outside(ax)
     return fig
 
 
@@ -166,12 +216,14 @@ def _log10_float(text: str) -> float | None:
 
 #: quantity of the leakage plot -> (source in the pou run: "constant" or claim id, label)
 LEAKAGE = {
-    "emcM": ("constant", "exp(-cM)"),
-    "L3": ("L3", "largest off-target weight (L3)"),
-    "L6.1": ("L6.1", "max |T~ - T| (L6.1)"),
-    "L6.2": ("L6.2", "max |g~ - g(c)| (L6.2)"),
+    "emcM": ("constant", r"$e^{-cM}$"),
+    "L3": ("L3", r"L3: largest off-target weight $\max_{h, j \ne h} \pi^{(h)}_{j1}$"),
+    "L6.1": ("L6.1", r"L6.1: $\max_j |\tilde T_j - T_j|$"),
+    "L6.2": ("L6.2", r"L6.2: $\max_j |\tilde g_j - g(c_j)|$"),
 }
 _FP_NAMES = {"emcM": "exp(-cM)", "L3": "L3 lhs", "L6.1": "L6.1 lhs", "L6.2": "L6.2 lhs"}
+#: log10 of float64's smallest positive normal number, 2^-1022
+FP_NORMAL_LOG10 = -1022 * math.log10(2)
 
 
 def leakage_rows(inst, M_values, context: str = "ball", points: int = 2) -> list[dict]:
@@ -215,53 +267,177 @@ def leakage_rows(inst, M_values, context: str = "ball", points: int = 2) -> list
 
 
 def plot_leakage(rows: list[dict]):
-    """``log10`` of the leakage quantities against ``M`` (certified: solid; float64: hollow markers,
-    crosses on the bottom edge where float64 returned 0.0).  Line ``i`` of ``fig.axes[0]`` is
-    quantity ``list(LEAKAGE)[i]`` (certified), in that order, then the float64 series."""
+    """The leakage quantities against ``M``, in panels that each keep their own scale.
+
+    ``fig.axes[0]``: ``log10 e^{-cM}`` (line 0: certified, from the Arb balls), and with float64
+    values in ``rows`` the float64 ``e^{-cM}`` (hollow markers; a cross on the bottom edge where
+    float64 returned 0.0) beside the line of float64's smallest normal number.
+    ``fig.axes[1]``: each claim's measured side relative to the scale, ``log10(q / e^{-cM})`` for
+    ``q`` = L3, L6.1, L6.2 (lines 0, 1, 2, certified, in that order; L3 claims ``≤ 0``).
+    ``fig.axes[2]`` (float64 rows only): ``log10(float64 / certified)`` of the four quantities on a
+    symlog axis (0: float64 agrees), crosses on the row labelled ``returned 0.0`` where float64 returned 0.0;
+    concentric markers of decreasing size keep coinciding points visible.  Legends sit to the right
+    of the panels.
+    """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    Ms = [float(Fraction(r["M"])) for r in rows]
-    for q, (_, label) in LEAKAGE.items():
-        ax.plot(Ms, [r["log10_" + q] if r["log10_" + q] is not None else math.nan for r in rows], "o-",
-                label=label)
     has_fp = any("fp_" + q in r for r in rows for q in LEAKAGE)
+    n = 3 if has_fp else 2
+    fig, axes = plt.subplots(n, 1, figsize=(8.5, 3.0 * n), sharex=True, layout="constrained")
+    Ms = [float(Fraction(r["M"])) for r in rows]
+    colours = {q: f"C{i}" for i, q in enumerate(LEAKAGE)}
+    nan = lambda v: math.nan if v is None else v
+
+    ax = axes[0]
+    ref = [r["log10_emcM"] for r in rows]
+    ax.plot(Ms, [nan(v) for v in ref], "o-", color=colours["emcM"], label="certified (Arb ball)")
     if has_fp:
-        finite = [r["log10_" + q] for r in rows for q in LEAKAGE if r.get("log10_" + q) is not None]
+        fp = [r.get("fp_log10_emcM") for r in rows]
+        ax.plot(Ms, [nan(v) for v in fp], "o", ms=11, mfc="none", color="C4", label="float64")
+        finite = [v for v in ref + fp if v is not None]
         lo, hi = min(finite), max(finite)
         floor = lo - 0.08 * max(hi - lo, 10.0)
+        zero = [m for m, y in zip(Ms, fp) if y is None]
+        if zero:
+            ax.plot(zero, [floor] * len(zero), "x", ms=9, mew=2, color="red", label="float64 returned 0.0")
+        if lo < FP_NORMAL_LOG10:
+            ax.axhline(FP_NORMAL_LOG10, color="grey", lw=0.8, ls=":")
+            ax.annotate(r"float64's smallest normal number $2^{-1022}$", (Ms[0], FP_NORMAL_LOG10),
+                        xytext=(0, 4), textcoords="offset points", fontsize=8, color="grey", va="bottom")
+    ax.set_ylabel(r"$\log_{10} e^{-cM}$")
+    ax.set_title("the attention scale's bound $e^{-cM}$")
+    _legend_outside(ax)
+
+    ax = axes[1]
+    for q in ("L3", "L6.1", "L6.2"):
+        ys = [r["log10_" + q] - r["log10_emcM"] if r["log10_" + q] is not None and r["log10_emcM"] is not None
+              else math.nan for r in rows]
+        ax.plot(Ms, ys, "o-", color=colours[q], label=LEAKAGE[q][1])
+    ax.axhline(0.0, color="black", lw=0.8, ls="--", label=r"L3's bound: $q = e^{-cM}$")
+    ax.set_ylabel(r"$\log_{10}\,(q \,/\, e^{-cM})$")
+    ax.set_title("each claim's measured side $q$ relative to $e^{-cM}$ (certified)")
+    _legend_outside(ax)
+
+    if has_fp:
+        ax = axes[2]
+        zero_row = -3.0
+        sizes = dict(zip(LEAKAGE, (13, 10, 7, 4)))
+        shapes = dict(zip(LEAKAGE, ("o", "s", "D", "^")))
         for q, (_, label) in LEAKAGE.items():
-            ys = [r.get("fp_log10_" + q) for r in rows]
-            ax.plot(Ms, [y if y is not None else math.nan for y in ys], "o", mfc="none", label=f"float64: {label}")
-            zero = [m for m, y in zip(Ms, ys) if y is None]
+            ys, zero = [], []
+            for m, r in zip(Ms, rows):
+                f, c = r.get("fp_log10_" + q), r.get("log10_" + q)
+                ys.append(f - c if f is not None and c is not None else math.nan)
+                if f is None and "fp_" + q in r:
+                    zero.append(m)
+            ax.plot(Ms, ys, shapes[q], ms=sizes[q], mfc="none", mew=1.5, color=colours[q], label=label)
             if zero:
-                ax.plot(zero, [floor] * len(zero), "x", color="red",
-                        label="float64 returned 0.0" if q == "emcM" else None)
-        if lo < -300:
-            ax.axhline(math.log10(2.2250738585072014e-308), color="grey", lw=0.8, ls=":")
-            ax.text(Ms[0], -300, "float64 normal range ends", fontsize=7, color="grey")
-    ax.set_xscale("log")
-    ax.set_xlabel("attention scale $M$")
-    ax.set_ylabel(r"$\log_{10}$ (certified value)")
-    ax.set_title("leakage against the attention scale")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+                ax.plot(zero, [zero_row] * len(zero), "x", ms=sizes[q], mew=1.5, color=colours[q])
+        ax.plot([], [], "x", color="black", label="float64 returned 0.0")
+        ax.set_yscale("symlog", linthresh=1.0)
+        hi = max([1.0] + [abs(r.get("fp_log10_" + q) - r["log10_" + q]) for r in rows for q in LEAKAGE
+                          if r.get("fp_log10_" + q) is not None and r.get("log10_" + q) is not None])
+        top = 10 ** math.ceil(math.log10(hi) + 1e-9)
+        ax.set_ylim(zero_row - 2, top * 2)
+        ticks = [zero_row, 0.0] + [10.0 ** k for k in range(0, int(round(math.log10(top))) + 1)]
+        _ticks_at(ax.yaxis, ticks, ["returned 0.0", "0"] + [f"$10^{{{k}}}$" for k in range(len(ticks) - 2)])
+        ax.axhline(0.0, color="black", lw=0.8, ls="--")
+        ax.set_ylabel(r"$\log_{10}$ (float64 / certified)")
+        ax.set_title("float64 against the certified value (0: they agree)")
+        _legend_outside(ax)
+    axes[-1].set_xscale("log")
+    _ticks_at(axes[-1].xaxis, Ms, [str(Fraction(r["M"])) if Fraction(r["M"]).denominator == 1
+                                   else f"{float(Fraction(r['M'])):g}" for r in rows])
+    axes[-1].set_xlabel("attention scale $M$")
+    return fig
+
+
+#: panel titles of the stages figure
+STAGE_TITLES = {
+    "input": "1. input $X^j$",
+    "separation": "2. after separation",
+    "leaders": "3. after leader selection",
+    "collapse": "4. after the collapse",
+    "final": "5. output $T(X^j) = Y^j$",
+}
+
+
+def _power_axis(axis, values, name: str) -> None:
+    """Label ``axis`` ``name``; when the data reach ``10^4`` or more, tick labels are divided by
+    ``10^k`` and the label says ``(× 10^k)`` (no floating offset text in a corner)."""
+    from matplotlib.ticker import FuncFormatter
+
+    big = max((abs(v) for v in values), default=0.0)
+    if big >= 1e4:
+        k = int(math.floor(math.log10(big)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos, k=k: f"{v / 10 ** k:g}"))
+        axis.set_label_text(rf"{name} ($\times 10^{{{k}}}$)")
+    else:
+        axis.get_major_formatter().set_useOffset(False)
+        axis.set_label_text(name)
+
+
+def plot_stages(con, clouds: dict | None = None):
+    """The point clouds of exact sequence interpolation [AFZ25] stage by stage (like the paper's
+    Figure 5): one panel per stage of :data:`symbounds.papers.alcalde.stages.STAGES`, one colour per
+    sequence ``X^j``, the target points ``Y^j`` as hollow stars of the same colour in the first and
+    last panels (explained in the legend below the panels).  Panels 1, 2 and 5 are in the data's
+    coordinates ``x``; panels 3 and 4 in the construction's integer frame ``z = D x + t``
+    (``Construction.scale`` / ``shift``), far from the unit box, each with its own axes.
+    ``clouds``: :func:`symbounds.papers.alcalde.stages.stage_clouds` (computed when omitted)."""
+    from matplotlib.lines import Line2D
+
+    from ..papers.alcalde.stages import STAGES, as_floats, stage_clouds
+
+    plt = _pyplot()
+    clouds = clouds or stage_clouds(con)
+    fig, axes = plt.subplots(1, len(STAGES), figsize=(3.1 * len(STAGES), 3.9), layout="constrained")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    frame = {"input": "x", "separation": "x", "leaders": "z", "collapse": "z", "final": "x"}
+    for ax, name in zip(axes, STAGES):
+        allx, ally = [], []
+        for j, seq in enumerate(clouds[name]):
+            xs, ys = as_floats(seq)
+            allx += xs
+            ally += ys
+            ax.plot(xs, ys, "o", ms=4, color=colours[j % len(colours)])
+        if name in ("input", "final"):
+            for j, Y in enumerate(con.dataset.targets):
+                xs, ys = as_floats(Y)
+                ax.plot(xs, ys, "*", ms=12, mfc="none", mew=1.2, color=colours[j % len(colours)])
+        ax.set_title(STAGE_TITLES[name], fontsize=10)
+        _power_axis(ax.xaxis, allx, f"${frame[name]}_1$")
+        _power_axis(ax.yaxis, ally, f"${frame[name]}_2$")
+    handles = [Line2D([], [], ls="none", marker="o", ms=5, color=colours[j % len(colours)], label=f"tokens of $X^{{{j + 1}}}$")
+               for j in range(len(con.dataset.targets))]
+    handles.append(Line2D([], [], ls="none", marker="*", ms=11, mfc="none", color="black",
+                          label="target points $Y^j$ (colour of their sequence)"))
+    handles.append(Line2D([], [], ls="none", label="panels 3-4: integer frame $z = Dx + t$"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     return fig
 
 
 def plot_loglog(series: dict, xlabel: str, ylabel: str, title: str = "", styles: dict | None = None):
-    """A log-log Figure of ``{label: (xs, ys)}`` (one line per label, in order)."""
+    """A log-log Figure of ``{label: (xs, ys)}`` (one line per label, in order; series with the same
+    points are drawn once, their labels joined).  When the x values are exact (``Fraction`` or
+    ``int``) and at most 10 distinct, the x ticks sit at them, labelled exactly (``1/8``, ``316``);
+    the legend is outside the axes."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for label, (xs, ys) in series.items():
-        ax.plot([float(x) for x in xs], [float(y) for y in ys], (styles or {}).get(label, "o-"), label=label)
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    items = _merged([((styles or {}).get(label, "o-"), label, tuple(float(x) for x in xs), tuple(float(y) for y in ys))
+                     for label, (xs, ys) in series.items()])
+    for style, labels, xs, ys in items:
+        ax.plot(xs, ys, style, label="; ".join(labels))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    exact = {float(x): Fraction(x) for xs, _ in series.values() for x in xs if isinstance(x, (Fraction, int))}
+    if exact and len(exact) <= 10 and all(isinstance(x, (Fraction, int)) for xs, _ in series.values() for x in xs):
+        xs = sorted(exact)
+        _ticks_at(ax.xaxis, xs, [_eps_text(exact[x]) for x in xs])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    _legend_outside(ax)
     return fig
 
 
@@ -328,5 +504,8 @@ def run_plot(args) -> int:
             base = Fraction(int(env[K.M].mid().floor().unique_fmpz()))
             Ms = [base * f for f in (Fraction(1, 4), 1, 4, 16, 64)]
         fig = plot_leakage(leakage_rows(inst, Ms, context=args.context))
-    save_figure(fig, args.out)
+    try:
+        save_figure(fig, args.out)
+    finally:
+        _pyplot().close(fig)
     return 0

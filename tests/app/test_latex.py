@@ -96,7 +96,7 @@ def test_order_tex():
 def test_pou_document_numbers_match_independent_mpmath(pou_result):
     text = lx.pou_latex(pou_result)
     assert text.startswith(r"\documentclass") and text.rstrip().endswith(r"\end{document}")
-    # M and M_g of the default instance, from the formulas of SPEC A.3 in mpmath (not symbounds)
+    # M and M_g of the default instance, from the formulas of docs/shi_liao.md (Constants) in mpmath (not symbounds)
     mpmath.mp.dps = 40
     d, C_H, B, eps = 1, 2, 2, mpmath.mpf(1) / 10
     r_g = eps / (4 * C_H)
@@ -138,7 +138,10 @@ def test_tables_uses_the_data_module():
     for r in T.COMPARISON:
         assert lx.text_tex(r["work"]) in text
     for row in T.ABLATION:
-        assert str(row[5]) in text and str(row[8]) in text  # P_net and P_cube
+        assert str(row[5]) in text  # P_net (small integers, printed whole)
+        # P_cube reaches 5e17: the column is scientific with 3 significant digits throughout
+        mant, exp = f"{row[8]:.2e}".split("e")
+        assert rf"${mant}\times 10^{{{int(exp)}}}$" in text
 
 
 # --- compiled with pdflatex -------------------------------------------------------------------
@@ -206,3 +209,95 @@ def test_readme_latex_snippet_is_current_output(pou_result):
     text = lx.pou_latex(pou_result)
     for line in m.group(1).strip().splitlines():
         assert line in text, line
+
+
+# --- what a reader sees ------------------------------------------------------------------------
+
+
+def test_no_raw_ascii_statements(pou_result):
+    text = lx.pou_latex(pou_result)
+    # every claim's plain statement was printed (escaped) beside its display; now only the display,
+    # with the statement's words as a caption when they add something
+    for c in pou_result.claims:
+        assert lx.text_tex(c.statement) not in text, c.id
+    body = text[text.index(r"\begin{description}"):]
+    for bad in ("<=", r"\textless{}", r"\textasciicircum{}", r"\_"):
+        assert bad not in body, bad
+    assert not re.search(r"(?<!\\)\b(eps|alpha|lambda)\b", body)
+    assert r"\item[\textbf{A1}] \textsc{evidence} (ball, 128 bits): on a $257^{1}$ grid" in text
+
+
+def test_caption_text():
+    assert lx.caption_text("|g| <= B on a 257^1 grid") == "on a $257^{1}$ grid"
+    assert lx.caption_text("1 - lambda(M) <= 2(P-1) e^{-cM}") == ""  # a formula only: no caption
+    assert lx.caption_text("far tail: 2 B P exp(-3 M_g r_g^2) <= eps/4") == "far tail"
+    assert lx.caption_text("position head output is parallel to p_j (|cross product| <= tol)") == \
+        "position head output is parallel to $p_{j}$"
+
+
+def test_tol_is_defined_where_it_appears(pou_result):
+    from flint import arb
+
+    from symbounds.core.contexts import BallContext
+    from symbounds.papers.shi_liao.claims import tolerance
+
+    text = lx.pou_latex(pou_result)
+    assert r"\mathrm{tol}" in text
+    assert r"$\mathrm{tol} = 2^{-\lfloor p/2 \rfloor}$ is the tolerance" in text
+    # the value printed beside L4.2 is the tolerance the claim was measured with
+    l42 = next(c for c in pou_result.claims if c.id == "L4.2")
+    assert tolerance(BallContext(l42.prec)) == arb(2) ** -(l42.prec // 2)
+    assert rf"\mathrm{{tol}} = 2^{{-{l42.prec // 2}}}" in text
+    assert l42.rhs_value is None or abs(float(l42.rhs_value.mid()) - 2.0 ** -(l42.prec // 2)) < 1e-30
+
+
+def test_a_constant_prints_once(pou_result):
+    text = lx.pou_latex(pou_result)
+    assert not re.search(r"= (\S+) = \1(?!\S)", text), re.search(r"= (\S+) = \1(?!\S)", text).group(0)
+    assert "H^2 &= 1" in text and "= 1 = 1" not in text
+
+
+def test_column_formats():
+    # one format per column: a column reaching 10^6 is all scientific with 3 significant digits
+    assert lx.column_cells([36, 137858491849]) == [r"$3.60\times 10^{1}$", r"$1.38\times 10^{11}$"]
+    assert lx.column_cells([512, 1.1e17]) == [r"$5.12\times 10^{2}$", r"$1.10\times 10^{17}$"]
+    assert lx.column_cells([26, 128]) == ["26", "128"]
+    assert lx.column_cells([0.9995, 2.0]) == ["0.9995", "2.0000"]
+    text = lx.tables_latex(fragment=True)
+    assert "e16" not in text and "e17" not in text and "e23" not in text
+
+
+def test_captions_cite_papers_or_docs_only():
+    for text in (lx.tables_latex(), ):
+        for cap in re.findall(r"\\caption\{(.*?)\}\n", text, re.S):
+            assert "[SL26]" in cap or "docs/" in cap, cap
+            assert "SPEC" not in cap and "DESIGN" not in cap
+
+
+@pytest.fixture(scope="module")
+def interp_result():
+    from symbounds.papers.alcalde.dataset import random_dataset
+    from symbounds.papers.alcalde.run import InterpOptions, run
+
+    return run(random_dataset(3, 6, 2, 2, seed=0), InterpOptions())
+
+
+@needs_tex
+@pytest.mark.parametrize("what", ["pou", "interp", "tables"])
+def test_fragment_compiles_in_a_plain_article_without_overfull_boxes(what, tmp_path, pou_result, interp_result):
+    assert HAVE_TEX, "CI is set but pdflatex/pdftotext are missing: .ci/run should install them"
+    frag = {"pou": lambda: lx.pou_latex(pou_result, fragment=True),
+            "interp": lambda: lx.interp_latex(interp_result, fragment=True),
+            "tables": lambda: lx.tables_latex(fragment=True)}[what]()
+    # the first lines say which packages the fragment needs; load exactly those
+    m = re.match(r"%[^\n]*\n% (\\usepackage\{[a-z,]+\})\n", frag)
+    assert m, frag[:200]
+    assert set(m.group(1)[12:-1].split(",")) == set(lx.PACKAGES[what])
+    (tmp_path / "frag.tex").write_text(frag)
+    (tmp_path / "doc.tex").write_text("\\documentclass{article}\n" + m.group(1) + "\n\\begin{document}\n"
+                                      "\\input{frag.tex}\n\\end{document}\n")
+    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    log = (tmp_path / "doc.log").read_text(errors="replace")
+    assert r.returncode == 0, log[-3000:]
+    assert "Overfull \\hbox" not in log, log[log.index("Overfull \\hbox"):][:400]

@@ -18,6 +18,11 @@ import pytest
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.py"))
 
 
+#: the figures each notebook saves (in ``figures/`` of its working directory)
+FIGURES = {"interpolation_stages.py": ["interpolation_stages.png"], "leakage_fp.py": ["leakage_fp.png"],
+           "rate_and_size.py": ["size_manifold_vs_cube.png", "risk_vs_n.png"]}
+
+
 def test_there_are_notebooks():
     assert {p.name for p in NOTEBOOKS} >= {"pou_constants.py", "leakage_fp.py", "interpolation_stages.py",
                                            "rate_and_size.py"}
@@ -29,6 +34,10 @@ def test_notebook_runs(path, tmp_path):
     r = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                        env=env)
     assert r.returncode == 0, r.stderr[-3000:]
+    # the figures are saved (not only shown) in figures/ of the working directory
+    for name in FIGURES.get(path.name, ()):
+        png = tmp_path / "figures" / name
+        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
 
 
 def _notebook_tools():
@@ -56,3 +65,5 @@ def test_notebook_executes_in_a_kernel(path, tmp_path, monkeypatch):
     errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors[:1]
     assert all(c.get("execution_count") for c in code)  # every cell ran
+    for name in FIGURES.get(path.name, ()):
+        assert (tmp_path / "figures" / name).is_file(), name

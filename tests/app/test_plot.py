@@ -16,6 +16,14 @@ from symbounds.papers.shi_liao.sweep import sweep, write_table  # noqa: E402
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     """A real sweep (d = 1, three accuracies; fast) written by symbounds.sweep."""
@@ -109,7 +117,10 @@ def test_leakage_rows_and_plot(tmp_path):
     ax = fig.axes[0]
     assert list(ax.lines[0].get_xdata()) == [500.0, 100000.0]
     assert list(ax.lines[0].get_ydata()) == [r["log10_emcM"] for r in rows]
-    assert list(ax.lines[1].get_ydata()) == [r["log10_L3"] for r in rows]
+    # the claims' sides are drawn relative to e^{-cM} in the second panel (L3, L6.1, L6.2 in order)
+    rel = fig.axes[1]
+    for line, q in zip(rel.lines, ("L3", "L6.1", "L6.2")):
+        assert list(line.get_ydata()) == pytest.approx([r["log10_" + q] - r["log10_emcM"] for r in rows])
     out = tmp_path / "leak.png"
     pl.save_figure(fig, str(out))
     assert _png_size(out)[0] > 100
@@ -128,3 +139,128 @@ def test_readme_picture_is_drawn_from_the_committed_table():
     fig = pl.plot_table(rows, "error")
     ys = sorted(y for line in fig.axes[0].lines[:-1] for y in line.get_ydata())
     assert ys == sorted(float(r["measured_max_error"]) for r in rows)
+
+
+# --- what a reader sees: ticks, legends, labels -------------------------------------------------
+
+
+def _tick_texts(fig, axis="x", ax_index=0):
+    fig.canvas.draw()
+    ax = fig.axes[ax_index]
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t.get_text() for t in labels if t.get_text()]
+
+
+def _rows(eps_by_series):
+    """A hand-made sweep table: ``{(d, target): [(eps, P, error), ...]}``."""
+    return [{"d": str(d), "target": t, "eps": e, "P": str(P), "measured_max_error": err, "holder": "1", "alpha": "1"}
+            for (d, t), pts in eps_by_series.items() for e, P, err in pts]
+
+
+@pytest.mark.parametrize("kind", ["error", "size"])
+def test_table_plots_label_their_eps_values(table, kind):
+    # eps = 1/2, 1/4, 1/8 lies inside one decade: a plain log axis would label no tick at all
+    _, json_path = table
+    fig = pl.plot_table(pl.load_table(json_path), kind)
+    assert _tick_texts(fig) == ["1/8", "1/4", "1/2"]
+    assert [t for t in fig.axes[0].get_xticks()] == [0.125, 0.25, 0.5]
+    # two series over different eps ranges: every eps of either series is a labelled tick
+    rows = _rows({(1, "a"): [("1/2", 4, "0.06"), ("1/4", 8, "0.03"), ("1/8", 16, "0.015")],
+                  (2, "b"): [("1/3", 9, "0.1"), ("1/6", 36, "0.05")]})
+    fig = pl.plot_table(rows, kind)
+    assert _tick_texts(fig) == ["1/8", "1/6", "1/4", "1/3", "1/2"]
+
+
+def _overlap(a, b):
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_legends_sit_outside_the_data(table):
+    _, json_path = table
+    for kind in ("error", "size"):
+        fig = pl.plot_table(pl.load_table(json_path), kind)
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        r = fig.canvas.get_renderer()
+        assert not _overlap(ax.get_legend().get_window_extent(r), ax.get_window_extent(r)), kind
+
+
+def test_identical_series_are_drawn_once_with_one_legend_entry():
+    # P depends on d, C_H and alpha only: two targets at d = 1 give the same P series and the same bound
+    pts = [("1/2", 4, "0.06"), ("1/4", 8, "0.03")]
+    rows = _rows({(1, "sin(x1)/2"): pts, (1, "x1/3"): [(e, P, "0.01") for e, P, _ in pts]})
+    fig = pl.plot_table(rows, "size")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(labels) == len(set(labels)) == 2  # P and the paper's bound, once each
+    assert len(fig.axes[0].lines) == 2
+    # different errors stay two series in the error plot
+    fig = pl.plot_table(rows, "error")
+    assert len(fig.axes[0].lines) == 3  # two measured series and eps
+    # identical error series (same points) merge, naming both targets
+    rows2 = _rows({(1, "a"): pts, (1, "b"): pts})
+    fig = pl.plot_table(rows2, "error")
+    assert len(fig.axes[0].lines) == 2 and "a" in fig.axes[0].lines[0].get_label() and \
+        "b" in fig.axes[0].lines[0].get_label()
+
+
+@pytest.fixture(scope="module")
+def leakage_rows_fp():
+    return pl.leakage_rows(sl.Instance(), [Fraction(500), Fraction(1743), Fraction(10000), Fraction(100000)],
+                           context="fp", points=1)
+
+
+def test_leakage_legends_do_not_hide_the_annotation_or_the_data(leakage_rows_fp):
+    fig = pl.plot_leakage(leakage_rows_fp)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    notes = [t for t in ax.texts if "2^{-1022}" in t.get_text()]
+    assert len(notes) == 1  # cM ~ 1231 at M = 10^5: the float64 range ends inside the plot
+    for a in fig.axes:
+        legend = a.get_legend().get_window_extent(r)
+        assert not _overlap(legend, notes[0].get_window_extent(r))
+        assert not _overlap(legend, a.get_window_extent(r))
+    # each panel has a y range fit to its own quantity: the ratios to e^{-cM} are within a few
+    # decades (L3 <= e^{-cM}; L6 within P-fold), not squeezed onto a -600...0 axis
+    lo, hi = fig.axes[1].get_ylim()
+    assert hi - lo < 20
+    # and the M ticks are the run's scales
+    assert _tick_texts(fig, "x", len(fig.axes) - 1) == ["500", "1743", "10000", "100000"]
+
+
+def test_leakage_float64_panel_shows_the_disagreement(leakage_rows_fp):
+    rows = leakage_rows_fp
+    fig = pl.plot_leakage(rows)
+    ax = fig.axes[2]
+    # line i: quantity i of LEAKAGE, log10(float64 / certified); independently from the rows
+    for q in pl.LEAKAGE:
+        line = next(l for l in ax.lines if l.get_label() == pl.LEAKAGE[q][1])
+        want = [r["fp_log10_" + q] - r["log10_" + q] if r["fp_log10_" + q] is not None else None for r in rows]
+        got = list(line.get_ydata())
+        for g, w in zip(got, want):
+            assert (math.isnan(g) and w is None) or g == pytest.approx(w)
+    # at M = 10^4 float64's L6.1 is off by more than 30 orders of magnitude (1 - (1 - tiny) = 0)
+    assert rows[2]["fp_log10_L6.1"] - rows[2]["log10_L6.1"] > 30
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == len(set(labels))
+
+
+def test_stages_figure_is_labelled():
+    from symbounds.papers.alcalde.dataset import random_dataset
+    from symbounds.papers.alcalde.run import InterpOptions, run
+    from symbounds.papers.alcalde.stages import STAGES
+
+    res = run(random_dataset(3, 8, 2, 2, seed=1), InterpOptions(variant="plain"))
+    fig = pl.plot_stages(res.construction)
+    fig.canvas.draw()
+    assert len(fig.axes) == len(STAGES)
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+        # no floating "1e5" offset text: a scale, if any, is in the axis label
+        assert ax.xaxis.get_offset_text().get_text() == "" and ax.yaxis.get_offset_text().get_text() == ""
+    big = fig.axes[STAGES.index("leaders")]
+    assert "10^{" in big.get_xlabel()
+    # the stars (targets) are explained in the figure's legend
+    texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert any("target" in t and "Y^j" in t for t in texts)
+    assert sum("tokens of" in t for t in texts) == res.construction.dataset.N

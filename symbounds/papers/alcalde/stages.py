@@ -16,14 +16,15 @@ stage              the state
 ``final``          the output: each sequence's set equals its target set ``Y^j``
 =================  ======================================================================
 
-Coordinates are exact (``Fraction``); ``as_floats`` turns them into float pairs for plotting.
+Coordinates are exact (``Fraction``); ``as_floats`` turns them into float pairs for plotting
+(the figure is :func:`symbounds.app.plot.plot_stages`).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["STAGES", "stage_clouds", "as_floats", "figure_stages"]
+__all__ = ["STAGES", "stage_clouds", "as_floats"]
 
 STAGES = ("input", "separation", "leaders", "collapse", "final")
 
@@ -45,27 +46,3 @@ def stage_clouds(con) -> dict:
 def as_floats(points, dims=(0, 1)) -> tuple[list, list]:
     """``(xs, ys)``: two coordinates of exact points as floats (for plotting only)."""
     return [float(p[dims[0]]) for p in points], [float(p[dims[1]]) for p in points]
-
-
-def figure_stages(con, clouds: dict | None = None):
-    """A matplotlib Figure with one panel per stage (like [AFZ25]'s Figure 5), one colour per
-    sequence, targets drawn as black stars in the first and last panels.  Each panel has its own
-    axes (the middle stages live in the integer frame, far from the unit box)."""
-    import matplotlib.pyplot as plt
-
-    clouds = clouds or stage_clouds(con)
-    fig, axes = plt.subplots(1, len(STAGES), figsize=(3.2 * len(STAGES), 3.2))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, name in zip(axes, STAGES):
-        for j, seq in enumerate(clouds[name]):
-            xs, ys = as_floats(seq)
-            ax.plot(xs, ys, "o", ms=4, color=colours[j % len(colours)], label=f"X^{j + 1}")
-        if name in ("input", "final"):
-            for Y in con.dataset.targets:
-                xs, ys = as_floats(Y)
-                ax.plot(xs, ys, "*", ms=10, mfc="none", color="black")
-        ax.set_title(name)
-        ax.ticklabel_format(style="sci", scilimits=(-3, 4))
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    return fig
