@@ -51,6 +51,7 @@ import flint
 import sympy
 
 from ...core.contexts import BallContext
+from ...core.exact import decimal_up
 from .constants import SYM, M_g_of, M_of, grid_ratio, params_dense_of, r_g_of
 
 __all__ = ["rate_report", "add_rate_arguments", "run_rate", "render_rate", "lipschitz_in_parameters",
@@ -130,8 +131,12 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
     with ctx.scope():
         expo = alpha / (2 * alpha + d)  # eps = n^-expo
         rate_exponent = 2 * expo
-        eps_ball = flint.arb(n) ** (-_arb(expo))
-        eps = Fraction(math.floor(_to_fraction(eps_ball.lower()) * 2**40), 2**40)
+        exact = sympy.Integer(n) ** (-sympy.Rational(expo.numerator, expo.denominator))
+        if exact.is_Rational:  # n^-expo is rational (e.g. 10000^(-1/4) = 1/10): take it exactly
+            eps = Fraction(int(exact.p), int(exact.q))
+        else:  # a dyadic just below n^-expo
+            eps_ball = flint.arb(n) ** (-_arb(expo))
+            eps = Fraction(math.floor(_to_fraction(eps_ball.lower()) * 2**40), 2**40)
         if eps <= 0 or eps >= 1:
             raise ValueError("eps(n) is outside (0, 1); use a larger --n")
         E = _arb(eps)
@@ -168,7 +173,7 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
             "rate_exponent": str(rate_exponent),
             "eps_exponent": str(expo),
             "eps": str(eps),
-            "eps_decimal": _up(E),
+            "eps_decimal": decimal_up(eps, 12),
             "r_g": _up(r_g),
             "m": m,
             "P": P,
@@ -188,6 +193,9 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
             "rate": _up(base),
             "C4": _up(C4),
             "oracle_inequality": ORACLE,
+            # the excess risk of the truncated estimator never exceeds (2B)^2: a larger bound says nothing
+            "trivial_bound": str(4 * B * B),
+            "vacuous": bool(bound > 4 * Bb * Bb),
         }
 
 
