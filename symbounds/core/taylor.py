@@ -84,7 +84,11 @@ class TM:
     def __add__(self, o):
         o = self._coerce(o)
         g = _gadd(self.g, o.g)
-        return TM(self.ctx, self.c + o.c, g, _radd(self.r, o.r))
+        # A constant model (a weight) may have been made by another context of the same precision
+        # (weights are cached per context name and precision): keep the box of the operand whose
+        # gradient the sum carries, or its linear part would be bounded over the wrong box.
+        ctx = self.ctx if self.g is not None else o.ctx
+        return TM(ctx, self.c + o.c, g, _radd(self.r, o.r))
 
     __radd__ = __add__
 
