@@ -71,6 +71,33 @@ def test_aggregate_takes_largest_lhs_and_smallest_rhs():
     assert decide(ctx, merged["Z"]).verdict == Verdict.REFUTED
 
 
+H = Claim("H", "a property decided exactly", "P", "holds")
+
+
+@pytest.mark.parametrize("values, want", [((True, True, True), True), ((True, False, True), False),
+                                          ((True, None, True), None), ((None, False), False)])
+def test_aggregate_of_decided_properties_is_their_conjunction(values, want):
+    """A ``holds`` claim at several points holds only if it holds at each (Kleene conjunction);
+    the claims measured after it in the same group are still merged."""
+    ctx = ExactContext()
+    q = flint.fmpq
+    groups = [[H.measured(v), L.measured(q(i), q(10))] for i, v in enumerate(values)]
+    merged = {m.id: m for m in aggregate(ctx, groups)}
+    assert merged["H"].lhs is want
+    assert merged["T"].lhs == len(values) - 1  # the last group's lhs is the largest
+
+
+def test_aggregate_keeps_wording_note_claim_and_smallest_witness():
+    ctx = ExactContext()
+    q = flint.fmpq
+    groups = [[L.stated("wording").measured(q(1), q(5), witnesses={"w": q(3)}, note="n1")],
+              [L.measured(q(2), q(5), witnesses={"w": q(1), "v": q(7)})],
+              [L.measured(q(0), q(5), witnesses={"w": q(2)})]]
+    (m,) = aggregate(ctx, groups)
+    assert (m.statement, m.note, m.claim) == ("wording", "n1", L)
+    assert m.witnesses == {"w": 1, "v": 7}
+
+
 # ------------------------------------------------------------------------------------------
 # ReLU pairs: relu(y) - relu(-y) = y only when the second-layer columns are opposite.
 
@@ -241,3 +268,33 @@ def test_boxes_cover_cube_exactly():
     assert boxes_cover_cube(q, 2)
     assert not boxes_cover_cube(q[:3], 2)
     assert boxes_cover_cube([Box((F(-1), F(0)), (F(2), F(1)))], 2)  # one box larger than the cube
+
+
+def test_boxes_cover_cube_in_three_dimensions():
+    """Octants of [0,1]^3 (splits along every axis, so each coordinate of a piece matters)."""
+    import itertools
+
+    octs = [Box(tuple(F(a, 2) for a in c), tuple(F(a + 1, 2) for a in c)) for c in itertools.product((0, 1), repeat=3)]
+    assert boxes_cover_cube(octs, 3)
+    for k in range(8):
+        assert not boxes_cover_cube(octs[:k] + octs[k + 1:], 3), k
+    # slabs along the third axis over the bottom half, one box over the top half
+    slabs = [Box((F(0), F(0), F(i, 4)), (F(1), F(1, 2), F(i + 1, 4))) for i in range(4)]
+    top = Box((F(0), F(1, 2), F(0)), (F(1), F(1), F(1)))
+    assert boxes_cover_cube(slabs + [top], 3)
+    assert not boxes_cover_cube(slabs[:2] + slabs[3:] + [top], 3)
+
+
+S = Claim("S", "a symbolic identity", "I", "symbolic")
+
+
+@pytest.mark.parametrize("ctx", [ExactContext(), BallContext(PREC)], ids=["exact", "ball"])
+def test_decided_properties_keep_their_truth_value(ctx):
+    """``holds`` / ``symbolic`` claims carry their truth value: False is refuted, None undecided."""
+    for claim in (H, S):
+        assert truth(ctx, claim.measured(True)) is True
+        assert truth(ctx, claim.measured(False)) is False
+        assert truth(ctx, claim.measured(None)) is None
+        assert decide(ctx, claim.measured(False)).verdict == Verdict.REFUTED
+        assert decide(ctx, claim.measured(True)).verdict == Verdict.PROVED
+        assert decide(ctx, claim.measured(None)).verdict == Verdict.UNDECIDED
