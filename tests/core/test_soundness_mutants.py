@@ -15,7 +15,7 @@ import sympy
 from symbounds.app.cli import main
 from symbounds.core.boxes import Box, box_bound, boxes_cover_cube
 from symbounds.core.claims import Claim, Verdict, aggregate, decide, truth
-from symbounds.core.contexts import BallContext, ExactContext
+from symbounds.core.contexts import BallContext, ExactContext, MPContext
 from symbounds.core.taylor import TM, TaylorContext
 from symbounds.core.transformer import (Attention, Embedding, FeedForward, Head, Readout, Transformer, _needed_rows,
                                         forward)
@@ -298,3 +298,27 @@ def test_decided_properties_keep_their_truth_value(ctx):
         assert decide(ctx, claim.measured(False)).verdict == Verdict.REFUTED
         assert decide(ctx, claim.measured(True)).verdict == Verdict.PROVED
         assert decide(ctx, claim.measured(None)).verdict == Verdict.UNDECIDED
+
+
+def test_decide_verdicts_by_context_and_scope():
+    """Rigorous contexts prove or refute; mpmath only gives evidence; an assumption checked at
+    points is evidence even in balls; a decided property is proved in any context, and a symbolic
+    one is reported as decided by SymPy."""
+    mp, ball = MPContext(64), BallContext(PREC)
+    A = Claim("A", "an assumption on g", "A", "le", scope="assumption")
+    one, two, three = (mp.convert(v) for v in (1, 2, 3))
+    assert decide(mp, L.measured(one, two)).verdict == Verdict.EVIDENCE
+    assert decide(mp, L.measured(three, two)).verdict == Verdict.AGAINST
+    assert decide(mp, L.measured(one, two)).lhs_value is None  # no enclosure from mpmath
+    b1, b2, b3 = (ball.convert(v) for v in (1, 2, 3))
+    r = decide(ball, L.measured(b1, b2))
+    assert (r.verdict, r.context, r.prec, r.lhs_value) == (Verdict.PROVED, "ball", PREC, b1)
+    assert decide(ball, A.measured(b1, b2)).verdict == Verdict.EVIDENCE
+    assert decide(ball, A.measured(b3, b2)).verdict == Verdict.REFUTED
+    for ctx in (mp, ball, ExactContext()):
+        r = decide(ctx, S.measured(True))
+        assert (r.verdict, r.context, r.prec) == (Verdict.PROVED, "symbolic", None)
+        r = decide(ctx, H.measured(True))
+        assert (r.verdict, r.context, r.prec) == (Verdict.PROVED, ctx.name, ctx.prec)
+        assert decide(ctx, H.measured(False)).verdict == Verdict.REFUTED
+        assert decide(ctx, S.measured(None)).verdict == Verdict.UNDECIDED
