@@ -315,6 +315,7 @@ def test_decide_verdicts_by_context_and_scope():
     assert (r.verdict, r.context, r.prec, r.lhs_value) == (Verdict.PROVED, "ball", PREC, b1)
     assert (r.lhs, r.rhs) == ("1.0000000000000000000", "2.0000000000000000000")  # the printed sides
     assert decide(mp, L.measured(one, two)).lhs == "1.0"
+    assert (r.id, r.statement, r.claim) == ("T", L.statement, L)
     assert decide(ball, H.measured(True)).lhs == ""  # a truth value is not printed as a number
     assert decide(ball, A.measured(b1, b2)).verdict == Verdict.EVIDENCE
     assert decide(ball, A.measured(b3, b2)).verdict == Verdict.REFUTED
