@@ -81,9 +81,10 @@ def test_aggregate_of_decided_properties_is_their_conjunction(values, want):
     the claims measured after it in the same group are still merged."""
     ctx = ExactContext()
     q = flint.fmpq
-    groups = [[H.measured(v), L.measured(q(i), q(10))] for i, v in enumerate(values)]
+    groups = [[H.measured(v), Claim("S", "symbolic", "S", "symbolic").measured(v), L.measured(q(i), q(10))]
+              for i, v in enumerate(values)]
     merged = {m.id: m for m in aggregate(ctx, groups)}
-    assert merged["H"].lhs is want
+    assert merged["H"].lhs is want and merged["S"].lhs is want
     assert merged["T"].lhs == len(values) - 1  # the last group's lhs is the largest
 
 
