@@ -327,3 +327,22 @@ def test_decide_verdicts_by_context_and_scope():
         assert (r.verdict, r.context, r.prec) == (Verdict.PROVED, ctx.name, ctx.prec)
         assert decide(ctx, H.measured(False)).verdict == Verdict.REFUTED
         assert decide(ctx, S.measured(None)).verdict == Verdict.UNDECIDED
+
+
+def test_exp_model_is_tight_at_the_top_and_constants_stay_usable():
+    """exp(x) over [0, 1/2]: the model e^c (1 + u + R) with R centred on [0, e^U - 1 - U] has
+    upper end exactly e^{c + U} = e^{1/2} (up to rounding), and lower end e^c (1 - U) <= 1."""
+    ctx = TaylorContext(PREC, [F(1, 4)], [F(1, 4)])
+    ball = BallContext(PREC)
+    with ctx.scope():
+        (x,) = ctx.inputs()
+        lo, hi = ctx.to_fraction_bounds(ctx.exp(x))
+        e_lo, e_hi = bounds(ball.exp(ball.convert(F(1, 2))))
+        assert lo <= 1 and e_hi <= hi <= e_hi * (1 + F(1, 2**26))  # radii carry 30 bits
+        # exp of a constant is a constant model that mixes with numbers and models
+        c = ctx.exp(ctx.convert(1)) + 1
+        clo, chi = ctx.to_fraction_bounds(c + x - x)
+    fine = BallContext(300)
+    with fine.scope():
+        want_lo, want_hi = fine.to_fraction_bounds(fine.exp(fine.convert(1)) + 1)
+    assert clo <= want_lo and want_hi <= chi
