@@ -346,3 +346,20 @@ def test_exp_model_is_tight_at_the_top_and_constants_stay_usable():
     with fine.scope():
         want_lo, want_hi = fine.to_fraction_bounds(fine.exp(fine.convert(1)) + 1)
     assert clo <= want_lo and want_hi <= chi
+
+
+def test_every_relu_pair_is_found():
+    """Two pairs (y1, -y1, y2, -y2) with opposite second-layer columns: both are linear, so the
+    layer is affine in x (an affine prefix of one layer), and ``relu(y) + relu(-y)`` is not."""
+    W1 = ((1, 0), (-1, 0), (0, 1), (0, -1))
+
+    def model(s2):
+        ffn = FeedForward(W1=W1, b1=(0, 0, 0, 0), W2=((1, -1, 2, -2 * s2), (0, 0, 0, 0)), b2=(0, 0), skip=0)
+        return Transformer(layers=(ffn,), embedding=Embedding(((0,), (1,)), ((1,), (1,))), readout=Readout(0, 0))
+
+    assert model(1).affine_prefix() == 1
+    assert model(-1).affine_prefix() == 0  # the second pair computes 2|y2|
+    for s2 in (1, -1):
+        for x in (F(-2), F(-1), F(1, 3)):  # rows: y1 = x, y2 = 1 + x
+            want = x + 2 * max(1 + x, 0) - 2 * s2 * max(-1 - x, 0)
+            assert fr(forward(ExactContext(), model(s2), [x])) == want
