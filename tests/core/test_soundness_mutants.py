@@ -363,3 +363,23 @@ def test_every_relu_pair_is_found():
         for x in (F(-2), F(-1), F(1, 3)):  # rows: y1 = x, y2 = 1 + x
             want = x + 2 * max(1 + x, 0) - 2 * s2 * max(-1 - x, 0)
             assert fr(forward(ExactContext(), model(s2), [x])) == want
+
+
+def test_relu_pairs_with_repeated_rows():
+    """Units (y, -y, y, -y) with columns (1, -1, 1, -1) are two pairs (T = 2y, affine); units
+    (y, -y, y) with columns (1, -1, 1) are one pair and a lone ReLU: T = y + relu(y), so the
+    unit -y must not be paired twice."""
+    def model(W1, W2):
+        ffn = FeedForward(W1=W1, b1=(0,) * len(W1), W2=(W2, (0,) * len(W2)), b2=(0, 0), skip=0)
+        return Transformer(layers=(ffn,), embedding=Embedding(((0,), (1,)), ((1,), (0,))), readout=Readout(0, 0))
+
+    two = model(((1, -1), (-1, 1), (1, -1), (-1, 1)), (1, -1, 1, -1))
+    assert two.affine_prefix() == 1
+    lone = model(((1, -1), (-1, 1), (1, -1)), (1, -1, 1))
+    for x in (F(0), F(1, 2), F(2)):  # y = x - 1
+        y = x - 1
+        assert fr(forward(ExactContext(), two, [x])) == 2 * y
+        assert fr(forward(ExactContext(), lone, [x])) == y + max(y, 0)
+        ctx = TaylorContext(PREC, [x], [F(1, 8)])
+        lo, hi = ctx.to_fraction_bounds(forward(ctx, lone, ctx.inputs()))
+        assert lo <= y + max(y, 0) <= hi
