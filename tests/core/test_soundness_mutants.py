@@ -383,3 +383,13 @@ def test_relu_pairs_with_repeated_rows():
         ctx = TaylorContext(PREC, [x], [F(1, 8)])
         lo, hi = ctx.to_fraction_bounds(forward(ctx, lone, ctx.inputs()))
         assert lo <= y + max(y, 0) <= hi
+
+
+def test_readout_pruning_stops_at_the_last_attention_behind_a_final_ffn():
+    """The same network followed by an identity FFN: pruning covers the last two layers only."""
+    base = two_token_model()
+    ident = FeedForward(W1=((0, 0, 0, 0),), b1=(0,), W2=((0,), (0,), (0,), (0,)), b2=(0, 0, 0, 0), skip=1)
+    model = Transformer(layers=base.layers + (ident,), embedding=base.embedding, readout=base.readout)
+    assert _needed_rows(model) == {2: (0,), 1: (0,)}
+    for x in (F(1, 3), F(1)):
+        assert fr(forward(ExactContext(), model, [x])) == x
