@@ -9,6 +9,7 @@ import dataclasses
 import random
 from fractions import Fraction as F
 
+import flint
 import pytest
 import sympy
 from hypothesis import given, settings
@@ -215,3 +216,26 @@ def test_random_networks_fixed_seeds():
 @given(seed=st.integers(0, 2**32))
 def test_random_networks_enclose_point_values_long_run(seed):
     check_history_independent_enclosures(seed, n_boxes=10, n_points=4)
+
+
+def test_models_take_the_box_of_the_operand_with_a_gradient():
+    """A constant model made in one box context (here a hull ``1 +- 1/2``, as a cached
+    input-independent attention weight can be) combined with ``x`` over another box: every
+    result is bounded over the box of ``x``.  Over x in [0, 1]: hull * x reaches 3/2 and 0,
+    hull + x reaches 1/2 and 5/2."""
+    first = TaylorContext(PREC_BOX, [F(1, 3)], [F(1, 2**40)])
+    with first.scope():
+        hull = first._hull(flint.arb(1, 0.5))
+        one = first.convert(1)
+    box = TaylorContext(PREC_BOX, [F(1, 2)], [F(1, 2)])
+    with box.scope():
+        (x,) = box.inputs()
+        cases = {"hull*x": (hull * x, F(0), F(3, 2)), "x*hull": (x * hull, F(0), F(3, 2)),
+                 "hull+x": (hull + x, F(1, 2), F(5, 2)), "one+x": (one + x, F(1), F(2)),
+                 "exp(one*x)": (box.exp(one * x), F(1), F(2))}  # e^0, e^1 in [1, 2.72]: ends 1 and 2
+        for name, (m, lo_true, hi_true) in cases.items():
+            lo, hi = box.to_fraction_bounds(m)
+            assert lo <= lo_true and hi_true <= hi, (name, lo, hi)
+        (y,) = first.inputs()
+        with pytest.raises(ValueError):
+            x + y  # models over two different boxes
