@@ -84,7 +84,7 @@ class TM:
     def __add__(self, o):
         o = self._coerce(o)
         g = _gadd(self.g, o.g)
-        return TM(self.ctx, self.c + o.c, g, _radd(self.r, o.r))
+        return TM(_box(self, o), self.c + o.c, g, _radd(self.r, o.r))
 
     __radd__ = __add__
 
@@ -114,7 +114,7 @@ class TM:
             rem = rem + b.r * (abs(a.c) + La)
         if a.r is not None and b.r is not None:
             rem = rem + a.r * b.r
-        return TM(self.ctx, a.c * b.c, g, _up(rem))
+        return TM(_box(a, b), a.c * b.c, g, _up(rem))
 
     __rmul__ = __mul__
 
@@ -161,6 +161,26 @@ class TM:
 
     def __repr__(self):
         return f"TM({self.range().str(10, radius=True)})"
+
+
+def _box(a: TM, b: TM) -> "TaylorContext":
+    """The context (box) of the result of an operation on ``a`` and ``b``.
+
+    Only the gradient refers to a box (``_lin_bound`` reads its half-widths ``h``); a model
+    without one (``c +- r``) means the same number in every box.  Such constants are shared
+    between boxes: a model's weights are converted once per context name and precision
+    (``Transformer.numeric``) and keep the context of the first box they were converted in.  So
+    the box of a result is the box of the operand *with* a gradient -- taking the left operand's
+    would bound ``constant + x`` with the half-widths of whichever box converted the constant
+    first.  This keeps the enclosure independent of the evaluation history without converting
+    the weights again for every box.  Two models with gradients over different boxes have no
+    meaning together.
+    """
+    if a.g is None:
+        return b.ctx
+    if b.g is not None and b.ctx is not a.ctx:
+        raise ValueError("Taylor models over different boxes cannot be combined")
+    return a.ctx
 
 
 def _gadd(a, b):
@@ -279,7 +299,7 @@ class TaylorContext(Context):
             c = ec + ec * half
             if a.r is not None:  # the remainder of a itself, through the slope of exp on the range
                 rem = rem + abs(ec) * (U + a.r).exp() * a.r
-            return TM(self, c, g, _up(rem))
+            return TM(a.ctx, c, g, _up(rem))  # the box of a's gradient (see _box)
 
     def pi(self):
         return TM(self, flint.arb.pi())

@@ -185,6 +185,10 @@ class Transformer:
     # ---------------------------------------------------------------------------------------
     def numeric(self, ctx: Context):
         """The weights converted to ``ctx`` (cached per context name and precision)."""
+        # The key holds everything the cached *values* depend on.  A Taylor-model context also
+        # has a box, but the weights (and the cached input-independent attention results) are
+        # constant models, whose value is the same in every box; the box of a result is taken
+        # from the operand with a gradient (symbounds.core.taylor._box), never from a constant.
         key = (ctx.name, ctx.prec)
         cached = self._numeric_cache.get(key)
         if cached is None:
