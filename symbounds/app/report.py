@@ -6,9 +6,12 @@ results with numbers; this module is where they become text.
 
 from __future__ import annotations
 
+import re
 import shlex
 
-from ..core.exact import decimal
+import flint
+
+from ..core.exact import NumberError, decimal, decimal_down, decimal_up, parse_number
 from ..core.version import __version__
 from ..papers import shi_liao as sl
 from ..papers.alcalde.run import InterpResult, thresholds
@@ -16,6 +19,58 @@ from ..papers.shi_liao.run import PouResult
 from ..papers.shi_liao.tighten import Outcome, Tightened, exact_text, round_sig
 
 __all__ = ["pou_json", "pou_text", "interp_json", "interp_text", "tighten_json", "tighten_text"]
+
+
+#: significant digits of numbers in the text reports (``--digits``)
+DIGITS = 12
+
+_DECIMAL = re.compile(r"-?\d+(\.\d+)?(e[-+]?\d+)?")
+
+
+def enclosure_text(text: str, digits: int = DIGITS) -> str:
+    """A certified number (Arb's ``[m +/- r]``, or a plain decimal that is an exact value) cut to
+    ``digits`` significant digits, **outward**: the printed ball contains the one given.  Exact
+    rationals ``p/q`` and anything that is not a number are returned unchanged."""
+    t = text.strip()
+    if not t or "/" in t.replace("+/-", ""):
+        return text
+    if not t.startswith("["):
+        if not _DECIMAL.fullmatch(t):
+            return text
+        try:
+            q = parse_number(t)
+        except NumberError:
+            return text
+        lo, hi = decimal_down(q, digits), decimal_up(q, digits)
+        if lo == hi:  # exactly representable in `digits` digits
+            return lo
+    with flint.ctx.workprec(max(64, 4 * len(t) + 64)):
+        try:
+            ball = flint.arb(t)  # rounded outward on reading
+        except (ValueError, TypeError):
+            return text
+        return ball.str(digits)  # Arb widens the radius to cover the digits it drops
+
+
+def approx_text(text: str, digits: int = DIGITS) -> str:
+    """An approximate decimal (a ball's midpoint, reported as such) rounded to ``digits``
+    significant digits; exact rationals and integers are returned unchanged."""
+    t = text.strip()
+    if "/" in t or not _DECIMAL.fullmatch(t) or "." not in t and "e" not in t:
+        return text
+    return decimal(parse_number(t), digits)
+
+
+def _table(rows: list, align: str, indent: str = "  ") -> list:
+    """Rows of cells as lines with aligned columns (``align``: one of ``<``/``>`` per column; the
+    last column is not padded)."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(align))]
+    out = []
+    for r in rows:
+        cells = [f"{str(c):{a}{w}}" for c, a, w in zip(r, align, widths)]
+        cells[-1] = str(r[len(align) - 1])
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
 
 
 def _short(text: str, n: int = 100) -> str:
@@ -26,12 +81,16 @@ def _verdict_word(code: int) -> str:
     return {0: "proved", 1: "refuted", 3: "undecided"}[code]
 
 
+#: constants of ``pou``'s report that are counts (JSON integers; every other constant is a string)
+COUNT_CONSTANTS = frozenset({"m", "P", "D", "d_ff", "heads_1", "heads_2", "params_dense", "params_nonzero"})
+
+
 def pou_json(res: PouResult) -> dict:
     out = {
         "symbounds": __version__,
         "command": "pou",
         "instance": res.instance.as_json(),
-        "constants": res.constants,
+        "constants": {k: int(v) if k in COUNT_CONSTANTS else v for k, v in res.constants.items()},
         "claims": [c.as_json() for c in res.claims],
         "verdict": _verdict_word(res.exit_code),
         "prec": res.prec,
@@ -41,7 +100,10 @@ def pou_json(res: PouResult) -> dict:
         "timings": {k: round(v, 3) for k, v in res.timings.items()},
     }
     if res.whole:
-        out["whole_manifold"] = {k: v for k, v in res.whole.items() if k != "seconds"}
+        whole = {k: v for k, v in res.whole.items() if k not in ("seconds", "max_bound_upper")}
+        if "max_bound_upper" in res.whole:  # a bound is a decimal string, rounded up
+            whole["max_bound"] = res.whole["max_bound_upper"]
+        out["whole_manifold"] = whole
     for name, ev in res.evidence.items():
         claims_cmp, quantities = res.comparisons[name]
         out[{"fp": "float64", "mp": "mpmath"}[name]] = {
@@ -51,7 +113,9 @@ def pou_json(res: PouResult) -> dict:
     return out
 
 
-def pou_text(res: PouResult) -> str:
+def pou_text(res: PouResult, digits: int = DIGITS) -> str:
+    """The text report; numbers cut to ``digits`` significant digits (enclosures outward)."""
+    enc = lambda t: enclosure_text(t, digits)  # noqa: E731
     inst = res.instance
     if not isinstance(inst, sl.Instance):  # a manifold
         head = f"instance  {inst.label()}  target: {_short(inst.inst.target_text)}"
@@ -67,32 +131,33 @@ def pou_text(res: PouResult) -> str:
         "",
         "constants",
     ]
-    for name, v in res.constants.items():
-        lines.append(f"  {name:<24} {v}")
+    lines += _table([(name, approx_text(v, digits)) for name, v in res.constants.items()], "<<")
     lines += ["", f"claims (Arb balls; decided at up to {res.prec} bits; {res.samples} sample points)"]
     for c in res.claims:
         where = c.context if c.prec is None else f"{c.context}@{c.prec}"
         lines.append(f"  {c.id:<5} {c.verdict:<9} {where:<10} {c.statement}")
         if c.lhs or c.rhs:
-            lines.append(f"        lhs {c.lhs}   rhs {c.rhs}")
-    lines += ["", f"max |T(x) - g(x)| over the sample points: {res.max_error}"]
+            lines.append(f"        lhs {enc(c.lhs)}   rhs {enc(c.rhs)}")
+    lines += ["", f"max |T(x) - g(x)| over the sample points: {enc(res.max_error)}"]
     if res.whole:
         w = res.whole
         lines.append(f"over the whole manifold ({w['boxes']} boxes): {w['status']}, largest box bound "
                      f"{w['max_bound']:.6g}" + (f", counterexample at angles/pi {w['counterexample_angles_over_pi']}"
                                                 if w["counterexample_angles_over_pi"] else ""))
     for p in res.points:
-        lines.append(f"  at x = ({', '.join(p['x'])}):  T = {p['T']}  g = {p['g']}  |T-g| = {p['error']}")
+        lines.append(f"  at x = ({', '.join(p['x'])}):  T = {enc(p['T'])}  g = {enc(p['g'])}  "
+                     f"|T-g| = {enc(p['error'])}")
     for name in res.comparisons:
         claims_cmp, quantities = res.comparisons[name]
         label = {"fp": "float64", "mp": f"mpmath ({res.prec} bits)"}[name]
         lines += ["", f"{label} beside the certified values"]
-        lines.append(f"  {'quantity':<22} {'digits':>6}  {'certified':<40} {label}")
         shown = [q for q in quantities if not q.name.endswith((" lhs", " rhs")) or q.note or q.name == "L7 lhs"]
+        rows = [("quantity", "digits", "certified", label)]
         for q in shown:
             dg = "-" if q.digits is None else str(q.digits)
             note = f"   <- {q.note}" if q.note else ""
-            lines.append(f"  {q.name:<22} {dg:>6}  {q.certified:<40} {q.other}{note}")
+            rows.append((q.name, dg, enc(q.certified), f"{q.other}{note}"))
+        lines += _table(rows, "<><<")
         bad = [c for c in claims_cmp if c.status not in ("agrees",)]
         lines.append(f"  claims: {sum(c.status == 'agrees' for c in claims_cmp)} of {len(claims_cmp)} decided "
                      f"the same way for the same reason")
@@ -139,7 +204,10 @@ def interp_json(res: InterpResult) -> dict:
     return out
 
 
-def interp_text(res: InterpResult) -> str:
+def interp_text(res: InterpResult, digits: int = DIGITS) -> str:
+    """The text report; numbers cut to ``digits`` significant digits (enclosures outward, upper
+    bounds rounded up)."""
+    enc = lambda t: enclosure_text(t, digits)  # noqa: E731
     ds, sz, con = res.dataset, res.sizes, res.construction
     f = sz["blocks_formula"]
     att = res.options.attention
@@ -152,7 +220,7 @@ def interp_text(res: InterpResult) -> str:
         f"          width {sz['width']}  parameters {sz['params_dense']} dense, {sz['params_nonzero']} nonzero"
         f" (bound (10d+8)L = {sz['params_bound']})  largest bits: numerator {sz['max_numerator_bits']},"
         f" denominator {sz['max_denominator_bits']}",
-        f"          ||theta*||^2 = {decimal(res.theta_norm_sq)} (exact rational, {res.theta_norm_sq.denominator.bit_length()}"
+        f"          ||theta*||^2 = {decimal(res.theta_norm_sq, digits)} (exact rational, {res.theta_norm_sq.denominator.bit_length()}"
         "-bit denominator)",
         "",
         "claims" + (f" (Arb balls up to {res.prec} bits + exact rationals)" if att == "softmax" else " (exact rationals)"),
@@ -161,12 +229,12 @@ def interp_text(res: InterpResult) -> str:
         where = c.context if c.prec is None else f"{c.context}@{c.prec}"
         lines.append(f"  {c.id:<3} {c.verdict:<9} {where:<14} {c.statement}")
         if c.lhs or c.rhs:
-            lines.append(f"      lhs {c.lhs}   rhs {c.rhs}")
+            lines.append(f"      lhs {enc(c.lhs)}   rhs {enc(c.rhs)}")
         if c.note:
             lines.append(f"      {c.note}")
     lines += ["", "regularised training: every minimiser of loss + eps ||theta||^2 has loss <= eps ||theta*||^2"]
-    for t in thresholds(res):
-        lines.append(f"  eps = {t['eps']:<7} loss <= {t['loss_bound_decimal']}")
+    lines += _table([(f"eps = {t['eps']}", f"loss <= {decimal_up(parse_number(t['loss_bound']), digits)}")
+                     for t in thresholds(res)], "<<")
     timing = "  ".join(f"{k} {v:.2f} s" for k, v in res.timings.items())
     code = res.exit_code
     lines += ["", f"timings: {timing}",
