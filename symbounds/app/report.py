@@ -62,13 +62,14 @@ def approx_text(text: str, digits: int = DIGITS) -> str:
 
 
 def _table(rows: list, align: str, indent: str = "  ") -> list:
-    """Rows of cells as lines with aligned columns (``align``: one of ``<``/``>`` per column; the
-    last column is not padded)."""
+    """Rows of cells as lines with aligned columns (``align``: one of ``<``/``>`` per column; a
+    left-aligned last column is not padded)."""
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(align))]
     out = []
     for r in rows:
         cells = [f"{str(c):{a}{w}}" for c, a, w in zip(r, align, widths)]
-        cells[-1] = str(r[len(align) - 1])
+        if align[-1] == "<":
+            cells[-1] = str(r[len(align) - 1])
         out.append((indent + "  ".join(cells)).rstrip())
     return out
 
@@ -82,7 +83,8 @@ def _verdict_word(code: int) -> str:
 
 
 #: constants of ``pou``'s report that are counts (JSON integers; every other constant is a string)
-COUNT_CONSTANTS = frozenset({"m", "P", "D", "d_ff", "heads_1", "heads_2", "params_dense", "params_nonzero"})
+COUNT_CONSTANTS = frozenset({"m", "P", "D", "d_ff", "heads_1", "heads_2", "params_dense", "params_nonzero",
+                             "d_intrinsic", "ambient"})
 
 
 def pou_json(res: PouResult) -> dict:
@@ -331,8 +333,9 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
         f"instance  d={inst.d}  alpha={inst.alpha}  C_H={inst.C_H}  B={inst.B}  eps={inst.eps}"
         f"  target: {inst.target_text}   resolution {exact_text(resolution)}",
         "",
-        f"  {'constant':<8} {'criterion':<9} {'paper':>14} {'minimum':>14} {'below':>14} {'slack':>10}  evidence below",
     ]
+    table = [("constant", "criterion", "paper", "minimum", "below", "slack", "evidence below")]
+    extra = []
     for r in results:
         paper = r.paper_text if r.constant == "grid" else f"{float(r.paper):.6g}"
         mn = "-" if r.minimum is None else exact_text(r.minimum)
@@ -347,15 +350,22 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
                 ev = f"|T - g| = {e['error']} at x = ({', '.join(e['x'])})"
             elif "claim" in e:
                 ev = f"{e['claim']} refuted: lhs {e.get('lhs', '')} > rhs {e.get('rhs', '')}"
-        lines.append(f"  {r.constant:<8} {r.criterion:<9} {paper:>14} {mn:>14} {bl:>14} {sl_:>10}  {ev}")
+        table.append((r.constant, r.criterion, paper, mn, bl, sl_, ev))
+        more = []
         if r.paper_outcome is not None and r.paper_outcome.status != "pass":
-            lines.append(f"           the derived value itself: {r.paper_outcome.status}")
+            more.append(f"the derived value itself: {r.paper_outcome.status}")
         for a, b in r.flips:
-            lines.append(f"           non-monotone: fails at {exact_text(a.value)}, passes at {exact_text(b.value)}")
+            more.append(f"non-monotone: fails at {exact_text(a.value)}, passes at {exact_text(b.value)}")
         for o in r.undecided:
-            lines.append(f"           undecided at {exact_text(o.value)}")
+            more.append(f"undecided at {exact_text(o.value)}")
         if r.note:
-            lines.append(f"           {r.note}")
+            more.append(r.note)
+        extra.append(more)
+    rendered = _table(table, "<<>>>><")
+    lines.append(rendered[0])
+    for row, more in zip(rendered[1:], extra):
+        lines.append(row)
+        lines += [f"           {m}" for m in more]
     if checks:
         lines += ["", "proof against domain"]
         for c in checks:
@@ -372,9 +382,8 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
         lines += ["", "map of the domain criterion (rows M_g, columns M; + pass, x fail, ? undecided)"]
         Ms = grid_map["M_values"]
         head = "M_g \\ M"
-        lines.append(f"  {head:>10} " + " ".join(f"{m:>8}" for m in Ms))
         mark = {"pass": "+", "fail": "x", "undecided": "?"}
         cells = {(c["Mg"], c["M"]): mark[c["status"]] for c in grid_map["cells"]}
-        for mg in grid_map["Mg_values"]:
-            lines.append(f"  {mg:>10} " + " ".join(f"{cells[(mg, m)]:>8}" for m in Ms))
+        grid = [(head, *Ms)] + [(mg, *(cells[(mg, m)] for m in Ms)) for mg in grid_map["Mg_values"]]
+        lines += _table(grid, ">" * (len(Ms) + 1))
     return "\n".join(lines)
