@@ -147,7 +147,8 @@ class Bar:
             self.bar.n = done
             self.bar.refresh()
         elif self.lines:
-            self._line(f"{done} of {total} {self.unit}s" + (f" ({label})" if label else ""))
+            units = self.unit + ("es" if self.unit.endswith(("x", "s")) else "s")
+            self._line(f"{done} of {total} {units}" + (f" ({label})" if label else ""))
 
     def volume(self, fraction, boxes, what="the cube's volume"):
         """``fraction`` (exact, in [0, 1]) of ``what`` certified so far, after ``boxes`` box evaluations.
