@@ -117,7 +117,9 @@ def pou_json(res: PouResult) -> dict:
 
 def pou_text(res: PouResult, digits: int = DIGITS) -> str:
     """The text report; numbers cut to ``digits`` significant digits (enclosures outward)."""
-    enc = lambda t: enclosure_text(t, digits)  # noqa: E731
+    def enc(t):
+        return enclosure_text(t, digits)
+
     inst = res.instance
     if not isinstance(inst, sl.Instance):  # a manifold
         head = f"instance  {inst.label()}  target: {_short(inst.inst.target_text)}"
@@ -209,7 +211,9 @@ def interp_json(res: InterpResult) -> dict:
 def interp_text(res: InterpResult, digits: int = DIGITS) -> str:
     """The text report; numbers cut to ``digits`` significant digits (enclosures outward, upper
     bounds rounded up)."""
-    enc = lambda t: enclosure_text(t, digits)  # noqa: E731
+    def enc(t):
+        return enclosure_text(t, digits)
+
     ds, sz, con = res.dataset, res.sizes, res.construction
     f = sz["blocks_formula"]
     att = res.options.attention

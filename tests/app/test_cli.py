@@ -123,7 +123,8 @@ def test_console_script_runs_as_a_module():
                        timeout=300, env={**os.environ, "CI": "true"})
     assert r.returncode == 0, r.stderr
     assert "verdict: proved" in r.stdout
-    assert r.stderr == ""  # quiet under CI: no progress bar
+    # under CI (no terminal): no bar; at most a progress line every 5 s (a loaded machine may get one)
+    assert all(line.startswith("symbounds: pou: ") for line in r.stderr.splitlines()), r.stderr
 
 
 def test_undecided_at_the_precision_limit_exits_3(capsys):

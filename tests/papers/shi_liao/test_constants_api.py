@@ -14,7 +14,6 @@ def test_value_encloses_the_formula_evaluated_independently():
     the Arb ball K.value gives; and sympy.N of the closed form K.expr agrees."""
     inst = sl.Instance(eps=Fraction(1, 4))
     K = sl.constants(inst)
-    d, alpha, C_H, B, eps, P, M = sympy.symbols("d alpha C_H B varepsilon P M", positive=True)
     subs = {sympy.Symbol("d", positive=True, integer=True): 1, sympy.Symbol("alpha", positive=True): 1,
             sympy.Symbol("C_H", positive=True): 2, sympy.Symbol("B", positive=True): 2,
             sympy.Symbol("varepsilon", positive=True): sympy.Rational(1, 4),

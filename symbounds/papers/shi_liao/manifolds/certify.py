@@ -88,7 +88,10 @@ def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
     ctx = BallContext(prec)
     eps = Fraction(int(K.inst.eps.p), int(K.inst.eps.q))
     todo = initial_rectangles(man, K.P)
-    area = lambda rect: math.prod((Fraction(b) - Fraction(a) for a, b in rect), start=Fraction(1))  # noqa: E731
+
+    def area(rect):
+        return math.prod((Fraction(b) - Fraction(a) for a, b in rect), start=Fraction(1))
+
     total, done = sum((area(r) for r in todo), Fraction(0)), Fraction(0)
     worst, boxes, t0 = Fraction(0), 0, time.perf_counter()
     status, witness = "proved", None
