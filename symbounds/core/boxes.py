@@ -13,6 +13,7 @@ read back exactly.  Certificates built on these boxes are in :mod:`symbounds.cor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -150,10 +151,30 @@ def _pool_init(*setup):
 
 def ignore_sigint() -> None:
     """Initializer of worker processes: ignore SIGINT, so that an interrupt is reported by the
-    parent only, not once more by every worker."""
+    parent only, not once more by every worker.  (Workers are forked inside :func:`sigint_blocked`:
+    an interrupt that arrives before this runs stays pending, and is dropped here.)"""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """Block SIGINT in this thread while worker processes are forked: a child inherits the mask,
+    so Ctrl-C (sent to the whole process group) cannot reach it between the fork and
+    :func:`ignore_sigint`; the parent receives a pending interrupt when the block ends."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _worker_eval(box):
@@ -230,7 +251,8 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
         dask = _DaskMap(opts.scheduler, model_json, target_text, d, opts.prec)
     elif opts.workers > 1:
         mp = multiprocessing.get_context("fork")
-        pool = mp.Pool(opts.workers, initializer=_pool_init, initargs=(model_json, target_text, d, opts.prec))
+        with sigint_blocked():
+            pool = mp.Pool(opts.workers, initializer=_pool_init, initargs=(model_json, target_text, d, opts.prec))
     else:
         _worker_init(model_json, target_text, d, opts.prec)
     try:

@@ -82,9 +82,11 @@ def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8,
                              "whose claims a sweep measures")
     rows = []
     if workers > 1:
-        from ...core.boxes import ignore_sigint
+        from ...core.boxes import ignore_sigint, sigint_blocked
 
-        with multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint) as pool:
+        with sigint_blocked():
+            pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint)
+        with pool:
             for row in pool.imap(run_instance, specs):
                 rows.append(row)
                 if progress:
