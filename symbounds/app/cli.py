@@ -20,6 +20,7 @@ from ..core.exact import decimal_up
 from ..core.expr import ExprError
 from ..core.files import atomic_write
 from ..core.modelfile import export_model
+from ..core.version import __version__
 from ..papers import check_certificate
 from ..papers import shi_liao as sl
 from ..papers.alcalde.dataset import DatasetError, load_dataset, random_dataset
@@ -31,7 +32,19 @@ from ..papers.shi_liao.rate import add_rate_arguments, run_rate
 from ..papers.shi_liao.run import PouOptions
 from ..papers.shi_liao.run import run as pou_run
 from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
-from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders, instance, number, point
+from .args import (
+    Bar,
+    Parser,
+    UsageError,
+    add_digits_argument,
+    add_instance_args,
+    check_out_folders,
+    digits,
+    instance,
+    number,
+    point,
+    written,
+)
 from .catalogue_cli import add_prove_arguments, run_prove
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
@@ -45,6 +58,7 @@ MAX_PREC_LIMIT = 1 << 16
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="symbounds", description="Constructive Transformer proofs, checked in rigorous arithmetic.")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     q = sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance")
     add_instance_args(q)
@@ -66,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     q.add_argument("--export", default=None, metavar="MODEL.json", help="write the model file")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_digits_argument(q)
     r = sub.add_parser("interp", help="build and prove Alcalde-Fantuzzi-Zuazua's exact sequence interpolation")
     src = r.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", default=None, metavar="FILE.json", help="dataset file (exact numbers)")
@@ -79,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--export", default=None, metavar="MODEL.json", help="write the model file")
     r.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    add_digits_argument(r)
     c = sub.add_parser("certify", help="prove sup |T - g| <= eps over the whole cube, box by box")
     add_instance_args(c)
     c.add_argument("--prec", type=int, default=128, help="precision of the box evaluations in bits (default 128)")
@@ -159,13 +175,14 @@ def _certify(args) -> int:
     try:
         cert, res = certify_instance(
             inst, CertifyOptions(prec=args.prec, workers=args.workers, scheduler=args.scheduler,
-                                 max_boxes=args.max_boxes), lambda done, total: bar(done, total, "boxes proved"))
+                                 max_boxes=args.max_boxes), bar.volume)
     except ValueError as e:
         raise UsageError(str(e)) from None
     finally:
         bar.close()
     if args.out:
         write_certificate(args.out, cert)
+        written(args.out)
     summary = {k: cert[k] for k in ("verdict", "d", "eps", "target", "max_bound", "counterexample", "seconds",
                                     "boxes_evaluated")}
     summary["boxes"] = len(cert["boxes"])
@@ -241,7 +258,8 @@ def _sweep(args) -> int:
         bar.close()
     json_path = write_table(rows, args.out)
     print(table_text(rows))
-    print(f"written: {args.out}, {json_path}")
+    written(args.out)
+    written(json_path)
     return 0
 
 
@@ -268,16 +286,19 @@ def _pou(args) -> int:
     bar = Bar(args, "pt")
     try:
         try:
-            res = pou_run(inst, opts, lambda done, total, prec: bar(done, total, f"{prec} bits"))
+            res = pou_run(inst, opts, lambda done, total, prec: bar(done, total, f"{prec} bits"),
+                          whole_progress=lambda f, n: bar.volume(f, n, "the manifold's parameter domain"))
         except ValueError as e:
             raise UsageError(str(e)) from None
     finally:
         bar.close()
-    text = json.dumps(pou_json(res), indent=2) if args.json else pou_text(res)
+    text = json.dumps(pou_json(res), indent=2) if args.json else pou_text(res, digits=digits(args))
     if args.export:
         export_model(res.model, args.export, res.prec)
+        written(args.export)
     if args.out:
         atomic_write(args.out, text + "\n")
+        written(args.out)
     if not args.out or args.json:
         print(text)
     return res.exit_code
@@ -366,6 +387,7 @@ def _tighten(args) -> int:
         text = tighten_text(inst, results, checks, R, grid_map)
     if args.out:
         atomic_write(args.out, text + "\n")
+        written(args.out)
     if not args.out or args.json:
         print(text)
     done = all(r.minimum is not None and r.below_outcome is not None and r.below_outcome.status == "fail"
@@ -397,14 +419,20 @@ def _interp(args) -> int:
                 raise UsageError(f"--random {args.random}: need N, n >= 1, 2 <= d <= {INTERP_MAX_D}, 1 <= m <= n "
                                  f"and N*n <= {INTERP_MAX_TOKENS}")
             ds = random_dataset(N, n, d, m, seed=args.seed)
-        res = interp_run(ds, InterpOptions(attention=args.attention, tau=tau, seed=args.seed))
+        bar = Bar(args, "step")
+        try:
+            res = interp_run(ds, InterpOptions(attention=args.attention, tau=tau, seed=args.seed), progress=bar.stage)
+        finally:
+            bar.close()
     except DatasetError as e:
         raise UsageError(str(e)) from None
-    text = json.dumps(interp_json(res), indent=2) if args.json else interp_text(res)
+    text = json.dumps(interp_json(res), indent=2) if args.json else interp_text(res, digits=digits(args))
     if args.export:
         export_model(res.model, args.export)
+        written(args.export)
     if args.out:
         atomic_write(args.out, text + "\n")
+        written(args.out)
     if not args.out or args.json:
         print(text)
     return res.exit_code
@@ -437,6 +465,9 @@ def main(argv=None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = parser.parse_args(_join_expressions(argv))
+        if args.version:
+            print(f"symbounds {__version__}")
+            return 0
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,

@@ -62,7 +62,7 @@ from ..papers.shi_liao import symbolic_constants
 from ..papers.shi_liao import tables as T
 from ..papers.shi_liao.constants import M_g_of, M_of, P_paper_of, grid_ratio, r_g_of
 from ..papers.shi_liao.run import PouOptions, run
-from .args import UsageError, add_instance_args, instance
+from .args import UsageError, add_instance_args, instance, written
 
 __all__ = [
     "pou_latex", "interp_latex", "tables_latex", "notation_formulas", "formulas_agree", "ball_tex", "decimal_tex",
@@ -736,4 +736,5 @@ def run_latex(args) -> int:
     else:
         text = tables_latex(args.fragment)
     atomic_write(args.out, text)
+    written(args.out)
     return 0

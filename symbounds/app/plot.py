@@ -48,7 +48,7 @@ from ..core.contexts import BallContext
 from ..core.modelfile import parse_number
 from ..papers import shi_liao as sl
 from ..papers.shi_liao.run import PouOptions, run
-from .args import UsageError, add_instance_args, instance
+from .args import Bar, UsageError, add_instance_args, instance, written
 
 __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
@@ -226,22 +226,25 @@ _FP_NAMES = {"emcM": "exp(-cM)", "L3": "L3 lhs", "L6.1": "L6.1 lhs", "L6.2": "L6
 FP_NORMAL_LOG10 = -1022 * math.log10(2)
 
 
-def leakage_rows(inst, M_values, context: str = "ball", points: int = 2) -> list[dict]:
+def leakage_rows(inst, M_values, context: str = "ball", points: int = 2, progress=None) -> list[dict]:
     """One ``symbounds pou`` run per attention scale ``M`` (``inst`` with ``M`` replaced).
 
     Each row: ``M`` (exact string), ``cM`` (float), ``verdict``, and for each quantity ``q`` of
     ``LEAKAGE`` the certified ball ``q`` (string) and ``log10_q`` (float or None); with
     ``context="fp"`` also ``fp_q`` (the float64 value as a string) and ``fp_log10_q`` (None when it
-    underflowed to 0.0).
+    underflowed to 0.0).  ``progress(done, total, label)`` is called before and after each run.
     """
     from dataclasses import replace
 
 
     rows = []
-    for M in M_values:
+    M_values = list(M_values)
+    for i, M in enumerate(M_values):
         M = _number(M, "M") if not isinstance(M, Fraction) else M
         if M <= 0:
             raise ValueError(f"M = {M}: the attention scale must be positive")
+        if progress is not None:
+            progress(i, len(M_values), f"M = {M}")
         res = run(replace(inst, M=M), PouOptions(context=context, points=points))
         claims = {c.id: c for c in res.claims}
         row = {"M": str(M), "cM": float(_number(res.constants["c"], "c")) * float(M), "verdict": str(res.verdict)}
@@ -263,6 +266,8 @@ def leakage_rows(inst, M_values, context: str = "ball", points: int = 2) -> list
                 row["fp_log10_" + q] = _log10_float(fp[name].other)
             row["fp_claims"] = {c.id: c.status for c in res.comparisons["fp"][0]}
         rows.append(row)
+        if progress is not None:
+            progress(i + 1, len(M_values), f"M = {M}")
     return rows
 
 
@@ -473,6 +478,7 @@ def add_plot_arguments(parser) -> None:
                         help="leakage: also draw the float64 values (fp)")
     add_instance_args(parser)
     parser.add_argument("--out", required=True, metavar="FIG.png", help="write the figure (.png or .pdf)")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def run_plot(args) -> int:
@@ -503,9 +509,15 @@ def run_plot(args) -> int:
             env = sl.build(K).definition_values(ctx)
             base = Fraction(int(env[K.M].mid().floor().unique_fmpz()))
             Ms = [base * f for f in (Fraction(1, 4), 1, 4, 16, 64)]
-        fig = plot_leakage(leakage_rows(inst, Ms, context=args.context))
+        bar = Bar(args, "run", "plot")
+        try:
+            rows = leakage_rows(inst, Ms, context=args.context, progress=bar)
+        finally:
+            bar.close()
+        fig = plot_leakage(rows)
     try:
         save_figure(fig, args.out)
     finally:
         _pyplot().close(fig)
+    written(args.out)
     return 0

@@ -6,11 +6,14 @@ results with numbers; this module is where they become text.
 
 from __future__ import annotations
 
+import re
 import shlex
 from fractions import Fraction
 
+import flint
+
 from ..core.claims import Scope, Verdict
-from ..core.exact import decimal, decimal_up
+from ..core.exact import NumberError, decimal, decimal_down, decimal_up, parse_number
 from ..core.version import __version__
 from ..papers import shi_liao as sl
 from ..papers.alcalde.run import InterpResult, thresholds
@@ -18,6 +21,59 @@ from ..papers.shi_liao.run import PouResult
 from ..papers.shi_liao.tighten import Outcome, Tightened, exact_text, round_sig
 
 __all__ = ["pou_json", "pou_text", "interp_json", "interp_text", "tighten_json", "tighten_text"]
+
+
+#: significant digits of numbers in the text reports (``--digits``)
+DIGITS = 12
+
+_DECIMAL = re.compile(r"-?\d+(\.\d+)?(e[-+]?\d+)?")
+
+
+def enclosure_text(text: str, digits: int = DIGITS) -> str:
+    """A certified number (Arb's ``[m +/- r]``, or a plain decimal that is an exact value) cut to
+    ``digits`` significant digits, **outward**: the printed ball contains the one given.  Exact
+    rationals ``p/q`` and anything that is not a number are returned unchanged."""
+    t = text.strip()
+    if not t or "/" in t.replace("+/-", ""):
+        return text
+    if not t.startswith("["):
+        if not _DECIMAL.fullmatch(t):
+            return text
+        try:
+            q = parse_number(t)
+        except NumberError:
+            return text
+        lo, hi = decimal_down(q, digits), decimal_up(q, digits)
+        if lo == hi:  # exactly representable in `digits` digits
+            return lo
+    with flint.ctx.workprec(max(64, 4 * len(t) + 64)):
+        try:
+            ball = flint.arb(t)  # rounded outward on reading
+        except (ValueError, TypeError):
+            return text
+        return ball.str(digits)  # Arb widens the radius to cover the digits it drops
+
+
+def approx_text(text: str, digits: int = DIGITS) -> str:
+    """An approximate decimal (a ball's midpoint, reported as such) rounded to ``digits``
+    significant digits; exact rationals and integers are returned unchanged."""
+    t = text.strip()
+    if "/" in t or not _DECIMAL.fullmatch(t) or "." not in t and "e" not in t:
+        return text
+    return decimal(parse_number(t), digits)
+
+
+def _table(rows: list, align: str, indent: str = "  ") -> list:
+    """Rows of cells as lines with aligned columns (``align``: one of ``<``/``>`` per column; a
+    left-aligned last column is not padded)."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(align))]
+    out = []
+    for r in rows:
+        cells = [f"{str(c):{a}{w}}" for c, a, w in zip(r, align, widths)]
+        if align[-1] == "<":
+            cells[-1] = str(r[len(align) - 1])
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
 
 
 def _short(text: str, n: int = 100) -> str:
@@ -42,12 +98,17 @@ def _assumptions(res: PouResult) -> tuple[str, list[str]]:
     return "grid evidence", ids
 
 
+#: constants of ``pou``'s report that are counts (JSON integers; every other constant is a string)
+COUNT_CONSTANTS = frozenset({"m", "P", "D", "d_ff", "heads_1", "heads_2", "params_dense", "params_nonzero",
+                             "d_intrinsic", "ambient"})
+
+
 def pou_json(res: PouResult) -> dict:
     out = {
         "symbounds": __version__,
         "command": "pou",
         "instance": res.instance.as_json(),
-        "constants": res.constants,
+        "constants": {k: int(v) if k in COUNT_CONSTANTS else v for k, v in res.constants.items()},
         "claims": [c.as_json() for c in res.claims],
         "verdict": _verdict_word(res.exit_code),
         # a proof of the theorem's conclusion rests on the assumptions on g, which are only
@@ -60,7 +121,10 @@ def pou_json(res: PouResult) -> dict:
         "timings": {k: round(v, 3) for k, v in res.timings.items()},
     }
     if res.whole:
-        out["whole_manifold"] = {k: v for k, v in res.whole.items() if k != "seconds"}
+        whole = {k: v for k, v in res.whole.items() if k not in ("seconds", "max_bound_upper")}
+        if "max_bound_upper" in res.whole:  # a bound is a decimal string, rounded up
+            whole["max_bound"] = res.whole["max_bound_upper"]
+        out["whole_manifold"] = whole
     for name, ev in res.evidence.items():
         claims_cmp, quantities = res.comparisons[name]
         out[{"fp": "float64", "mp": "mpmath"}[name]] = {
@@ -70,7 +134,11 @@ def pou_json(res: PouResult) -> dict:
     return out
 
 
-def pou_text(res: PouResult) -> str:
+def pou_text(res: PouResult, digits: int = DIGITS) -> str:
+    """The text report; numbers cut to ``digits`` significant digits (enclosures outward)."""
+    def enc(t):
+        return enclosure_text(t, digits)
+
     inst = res.instance
     if not isinstance(inst, sl.Instance):  # a manifold
         head = f"instance  {inst.label()}  target: {_short(inst.inst.target_text)}"
@@ -86,34 +154,35 @@ def pou_text(res: PouResult) -> str:
         "",
         "constants",
     ]
-    for name, v in res.constants.items():
-        lines.append(f"  {name:<24} {v}")
+    lines += _table([(name, approx_text(v, digits)) for name, v in res.constants.items()], "<<")
     lines += ["", f"claims (Arb balls; decided at up to {res.prec} bits; {res.samples} sample points)"]
     for c in res.claims:
         where = c.context if c.prec is None else f"{c.context}@{c.prec}"
         lines.append(f"  {c.id:<5} {c.verdict:<9} {where:<10} {c.statement}")
         if c.lhs or c.rhs:
-            lines.append(f"        lhs {c.lhs}   rhs {c.rhs}")
+            lines.append(f"        lhs {enc(c.lhs)}   rhs {enc(c.rhs)}")
         if c.note and c.verdict == Verdict.UNDECIDED:  # why it stayed undecided
             lines.append(f"        note: {c.note}")
-    lines += ["", f"max |T(x) - g(x)| over the sample points: {res.max_error}"]
+    lines += ["", f"max |T(x) - g(x)| over the sample points: {enc(res.max_error)}"]
     if res.whole:
         w = res.whole
         lines.append(f"over the whole manifold ({w['boxes']} boxes): {w['status']}, largest box bound "
                      f"{decimal_up(Fraction(w['max_bound']), 6)}" + (f", counterexample at angles/pi {w['counterexample_angles_over_pi']}"
                                                 if w["counterexample_angles_over_pi"] else ""))
     for p in res.points:
-        lines.append(f"  at x = ({', '.join(p['x'])}):  T = {p['T']}  g = {p['g']}  |T-g| = {p['error']}")
+        lines.append(f"  at x = ({', '.join(p['x'])}):  T = {enc(p['T'])}  g = {enc(p['g'])}  "
+                     f"|T-g| = {enc(p['error'])}")
     for name in res.comparisons:
         claims_cmp, quantities = res.comparisons[name]
         label = {"fp": "float64", "mp": f"mpmath ({res.prec} bits)"}[name]
         lines += ["", f"{label} beside the certified values"]
-        lines.append(f"  {'quantity':<22} {'digits':>6}  {'certified':<40} {label}")
         shown = [q for q in quantities if not q.name.endswith((" lhs", " rhs")) or q.note or q.name == "L7 lhs"]
+        rows = [("quantity", "digits", "certified", label)]
         for q in shown:
             dg = "-" if q.digits is None else str(q.digits)
             note = f"   <- {q.note}" if q.note else ""
-            lines.append(f"  {q.name:<22} {dg:>6}  {q.certified:<40} {q.other}{note}")
+            rows.append((q.name, dg, enc(q.certified), f"{q.other}{note}"))
+        lines += _table(rows, "<><<")
         bad = [c for c in claims_cmp if c.status not in ("agrees",)]
         lines.append(f"  claims: {sum(c.status == 'agrees' for c in claims_cmp)} of {len(claims_cmp)} decided "
                      f"the same way for the same reason")
@@ -164,7 +233,12 @@ def interp_json(res: InterpResult) -> dict:
     return out
 
 
-def interp_text(res: InterpResult) -> str:
+def interp_text(res: InterpResult, digits: int = DIGITS) -> str:
+    """The text report; numbers cut to ``digits`` significant digits (enclosures outward, upper
+    bounds rounded up)."""
+    def enc(t):
+        return enclosure_text(t, digits)
+
     ds, sz, con = res.dataset, res.sizes, res.construction
     f = sz["blocks_formula"]
     att = res.options.attention
@@ -177,7 +251,7 @@ def interp_text(res: InterpResult) -> str:
         f"          width {sz['width']}  parameters {sz['params_dense']} dense, {sz['params_nonzero']} nonzero"
         f" (bound (10d+8)L = {sz['params_bound']})  largest bits: numerator {sz['max_numerator_bits']},"
         f" denominator {sz['max_denominator_bits']}",
-        f"          ||theta*||^2 = {decimal(res.theta_norm_sq)} (exact rational, {res.theta_norm_sq.denominator.bit_length()}"
+        f"          ||theta*||^2 = {decimal(res.theta_norm_sq, digits)} (exact rational, {res.theta_norm_sq.denominator.bit_length()}"
         "-bit denominator)",
         "",
         "claims" + (f" (Arb balls up to {res.prec} bits + exact rationals)" if att == "softmax" else " (exact rationals)"),
@@ -186,12 +260,12 @@ def interp_text(res: InterpResult) -> str:
         where = c.context if c.prec is None else f"{c.context}@{c.prec}"
         lines.append(f"  {c.id:<3} {c.verdict:<9} {where:<14} {c.statement}")
         if c.lhs or c.rhs:
-            lines.append(f"      lhs {c.lhs}   rhs {c.rhs}")
+            lines.append(f"      lhs {enc(c.lhs)}   rhs {enc(c.rhs)}")
         if c.note:
             lines.append(f"      {c.note}")
     lines += ["", "regularised training: every minimiser of loss + eps ||theta||^2 has loss <= eps ||theta*||^2"]
-    for t in thresholds(res):
-        lines.append(f"  eps = {t['eps']:<7} loss <= {t['loss_bound_decimal']}")
+    lines += _table([(f"eps = {t['eps']}", f"loss <= {decimal_up(parse_number(t['loss_bound']), digits)}")
+                     for t in thresholds(res)], "<<")
     timing = "  ".join(f"{k} {v:.2f} s" for k, v in res.timings.items())
     code = res.exit_code
     lines += ["", f"timings: {timing}",
@@ -288,8 +362,9 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
         f"instance  d={inst.d}  alpha={inst.alpha}  C_H={inst.C_H}  B={inst.B}  eps={inst.eps}"
         f"  target: {inst.target_text}   resolution {exact_text(resolution)}",
         "",
-        f"  {'constant':<8} {'criterion':<9} {'paper':>14} {'minimum':>14} {'below':>14} {'slack':>10}  evidence below",
     ]
+    table = [("constant", "criterion", "paper", "minimum", "below", "slack", "evidence below")]
+    extra = []
     for r in results:
         paper = r.paper_text if r.constant == "grid" else f"{float(r.paper):.6g}"
         mn = "-" if r.minimum is None else exact_text(r.minimum)
@@ -304,15 +379,22 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
                 ev = f"|T - g| = {e['error']} at x = ({', '.join(e['x'])})"
             elif "claim" in e:
                 ev = f"{e['claim']} refuted: lhs {e.get('lhs', '')} > rhs {e.get('rhs', '')}"
-        lines.append(f"  {r.constant:<8} {r.criterion:<9} {paper:>14} {mn:>14} {bl:>14} {sl_:>10}  {ev}")
+        table.append((r.constant, r.criterion, paper, mn, bl, sl_, ev))
+        more = []
         if r.paper_outcome is not None and r.paper_outcome.status != "pass":
-            lines.append(f"           the derived value itself: {r.paper_outcome.status}")
+            more.append(f"the derived value itself: {r.paper_outcome.status}")
         for a, b in r.flips:
-            lines.append(f"           non-monotone: fails at {exact_text(a.value)}, passes at {exact_text(b.value)}")
+            more.append(f"non-monotone: fails at {exact_text(a.value)}, passes at {exact_text(b.value)}")
         for o in r.undecided:
-            lines.append(f"           undecided at {exact_text(o.value)}")
+            more.append(f"undecided at {exact_text(o.value)}")
         if r.note:
-            lines.append(f"           {r.note}")
+            more.append(r.note)
+        extra.append(more)
+    rendered = _table(table, "<<>>>><")
+    lines.append(rendered[0])
+    for row, more in zip(rendered[1:], extra):
+        lines.append(row)
+        lines += [f"           {m}" for m in more]
     if checks:
         lines += ["", "proof against domain"]
         for c in checks:
@@ -329,9 +411,8 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
         lines += ["", "map of the domain criterion (rows M_g, columns M; + pass, x fail, ? undecided)"]
         Ms = grid_map["M_values"]
         head = "M_g \\ M"
-        lines.append(f"  {head:>10} " + " ".join(f"{m:>8}" for m in Ms))
         mark = {"pass": "+", "fail": "x", "undecided": "?"}
         cells = {(c["Mg"], c["M"]): mark[c["status"]] for c in grid_map["cells"]}
-        for mg in grid_map["Mg_values"]:
-            lines.append(f"  {mg:>10} " + " ".join(f"{cells[(mg, m)]:>8}" for m in Ms))
+        grid = [(head, *Ms)] + [(mg, *(cells[(mg, m)] for m in Ms)) for mg in grid_map["Mg_values"]]
+        lines += _table(grid, ">" * (len(Ms) + 1))
     return "\n".join(lines)

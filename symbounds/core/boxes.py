@@ -13,6 +13,7 @@ read back exactly.  Certificates built on these boxes are in :mod:`symbounds.cor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -63,6 +64,13 @@ class Box:
 
     def width(self):
         return max(b - a for a, b in zip(self.lo, self.hi))
+
+    def volume(self) -> Fraction:
+        """``prod_i (hi_i - lo_i)``, exact."""
+        v = Fraction(1)
+        for a, b in zip(self.lo, self.hi):
+            v *= Fraction(b - a)
+        return v
 
     def as_json(self):
         return {"lo": [str(v) for v in self.lo], "hi": [str(v) for v in self.hi]}
@@ -135,6 +143,40 @@ def _worker_init(model_json, target_text, d, prec):
     _W["prec"] = prec
 
 
+def _pool_init(*setup):
+    """A pool process: Ctrl-C goes to the parent alone (which stops the pool and reports once)."""
+    ignore_sigint()
+    _worker_init(*setup)
+
+
+def ignore_sigint() -> None:
+    """Initializer of worker processes: ignore SIGINT, so that an interrupt is reported by the
+    parent only, not once more by every worker.  (Workers are forked inside :func:`sigint_blocked`:
+    an interrupt that arrives before this runs stays pending, and is dropped here.)"""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """Block SIGINT in this thread while worker processes are forked: a child inherits the mask,
+    so Ctrl-C (sent to the whole process group) cannot reach it between the fork and
+    :func:`ignore_sigint`; the parent receives a pending interrupt when the block ends."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _worker_eval(box):
     return box, box_bound(_W["model"], _W["g"], _W["d"], box, _W["prec"])
 
@@ -188,13 +230,19 @@ def _initial_boxes(d: int, per_axis: int) -> list[Box]:
 
 def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opts: CertifyOptions,
                   progress=None) -> CertifyResult:
-    """Prove ``|T - g| <= eps`` on ``[0,1]^d`` for the model file ``model_json``."""
+    """Prove ``|T - g| <= eps`` on ``[0,1]^d`` for the model file ``model_json``.
+
+    ``progress(fraction, evaluated)`` is called after each box: ``fraction`` is the exact part of
+    the cube's volume proved so far (the sum of the proved boxes' volumes, a Fraction in [0, 1]) and
+    ``evaluated`` the number of boxes evaluated (the queue grows as boxes are bisected, so a count
+    of boxes has no fixed total)."""
     t0 = time.perf_counter()
     model = model_from_json(model_json)
     g = parse_target(target_text, d)
     per_axis = opts.initial or {1: 64, 2: 16}.get(d, 4)
     queue = _initial_boxes(d, per_axis)
     proved: list = []
+    proved_volume = Fraction(0)
     undecided: list = []
     counter = None
     evaluated = 0
@@ -203,7 +251,8 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
         dask = _DaskMap(opts.scheduler, model_json, target_text, d, opts.prec)
     elif opts.workers > 1:
         mp = multiprocessing.get_context("fork")
-        pool = mp.Pool(opts.workers, initializer=_worker_init, initargs=(model_json, target_text, d, opts.prec))
+        with sigint_blocked():
+            pool = mp.Pool(opts.workers, initializer=_pool_init, initargs=(model_json, target_text, d, opts.prec))
     else:
         _worker_init(model_json, target_text, d, opts.prec)
     try:
@@ -222,6 +271,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
                 evaluated += 1
                 if bound is not None and bound <= eps:
                     proved.append((box, bound))
+                    proved_volume += box.volume()
                 else:
                     err = point_error(model, g, d, box.centre, opts.prec)
                     if err > BallContext(opts.prec).convert(eps):
@@ -232,7 +282,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
                     else:
                         nxt.extend(box.split())
                 if progress is not None:
-                    progress(len(proved), len(proved) + len(nxt) + len(undecided))
+                    progress(proved_volume, evaluated)
             queue = nxt
     finally:
         if pool is not None:

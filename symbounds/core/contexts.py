@@ -46,7 +46,7 @@ import flint
 import mpmath
 import sympy
 
-from .exact import arb_to_fraction
+from .exact import arb_to_fraction, parse_number
 
 __all__ = [
     "Context",
@@ -114,7 +114,11 @@ class Context:
         raise NotImplementedError
 
     def convert(self, v):
-        """A context number from an int, Fraction, fmpq, SymPy expression or context number."""
+        """A context number from an int, Fraction, fmpq, SymPy expression, an exact number string
+        (``"3"``, ``"-7/8"``, ``"0.1"`` read as 1/10, ``"1e-3"``: :func:`symbounds.core.exact.parse_number`)
+        or a context number.  A Python float is refused (it is not the number it was written as)."""
+        if isinstance(v, str):
+            v = parse_number(v, "input")
         if isinstance(v, sympy.Basic):
             return self.from_sympy(v)
         if isinstance(v, bool):

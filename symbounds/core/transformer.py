@@ -397,7 +397,7 @@ def _state(ctx: Context, model: Transformer, Z) -> list:
         rows = []
     if len(rows) != model.width or len({len(r) for r in rows}) != 1:
         raise ValueError(f"a state must be a {model.width} x n matrix")
-    exact = (int, Fraction, flint.fmpq, flint.fmpz, sympy.Basic)
+    exact = (int, Fraction, flint.fmpq, flint.fmpz, sympy.Basic, str)  # str: an exact number string
     conv = lambda v: ctx.convert(v) if isinstance(v, exact) else ctx._convert_native(v)
     return [[conv(v) for v in r] for r in rows]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
+from byon_helpers import as_fraction, data_path, load, reference
 from onnx import TensorProto, helper
 
-from byon_helpers import as_fraction, data_path, load, reference
 from symbounds.app.cli import main
 from symbounds.core.exact import parse_number
 

@@ -31,10 +31,11 @@ def test_json_report_has_the_documented_keys(capsys):
     assert code == 0
     data = json.loads(out)
     assert {"instance", "constants", "claims", "max_error", "points"} <= data.keys()
-    for key in ("r_g", "P", "M_g", "c", "M", "eta", "lambda", "w_ind", "D", "d_ff", "heads_1", "heads_2",
-                "params_dense", "params_nonzero", "max_weight"):
+    for key in ("r_g", "M_g", "c", "M", "eta", "lambda", "w_ind", "max_weight"):  # numbers: strings
         assert isinstance(data["constants"][key], str), key
-    assert data["constants"]["P"] == "8" and data["constants"]["r_g"] == "1/16"
+    for key in ("P", "D", "d_ff", "heads_1", "heads_2", "params_dense", "params_nonzero"):  # counts: integers
+        assert type(data["constants"][key]) is int, key
+    assert data["constants"]["P"] == 8 and data["constants"]["r_g"] == "1/16"
     for c in data["claims"]:
         assert {"id", "statement", "context", "prec", "verdict", "lhs", "rhs"} <= c.keys()
     assert [p["x"] for p in data["points"]] == [["3/10"], ["1/3"]]
@@ -122,7 +123,8 @@ def test_console_script_runs_as_a_module():
                        timeout=300, env={**os.environ, "CI": "true"})
     assert r.returncode == 0, r.stderr
     assert "verdict: proved" in r.stdout
-    assert r.stderr == ""  # quiet under CI: no progress bar
+    # under CI (no terminal): no bar; at most a progress line every 5 s (a loaded machine may get one)
+    assert all(line.startswith("symbounds: pou: ") for line in r.stderr.splitlines()), r.stderr
 
 
 def test_undecided_at_the_precision_limit_exits_3(capsys):

@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import mpmath
 import pytest
-
 from byon_helpers import load, reference
+
 from symbounds.core import bound as bmod
 from symbounds.core.bound import BoundError, bound, sub_boxes
 from symbounds.core.boxes import Box

@@ -11,9 +11,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 import sympy
+from byon_helpers import load
 from onnx import TensorProto, helper, numpy_helper
 
-from byon_helpers import load
 from symbounds.core.bound import bound
 from symbounds.core.contexts import BallContext, ExactContext
 from symbounds.core.modelfile import model_from_json

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from symbounds.core.boxes import Box, box_bound
 from symbounds.core.contexts import BallContext, ExactContext, ExactUnsupported, Undecided
 from symbounds.core.taylor import TaylorContext
-from symbounds.core.transformer import (Attention, Embedding, FeedForward, Head, Readout, Transformer, as_matrix,
-                                        forward)
+from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, as_matrix, forward
 
 
 def residual_shift_model() -> Transformer:

@@ -17,8 +17,16 @@ from symbounds.core.boxes import Box, box_bound, boxes_cover_cube
 from symbounds.core.claims import Claim, Verdict, aggregate, decide, truth
 from symbounds.core.contexts import BallContext, ExactContext, MPContext
 from symbounds.core.taylor import TM, TaylorContext
-from symbounds.core.transformer import (Attention, Embedding, FeedForward, Head, Readout, Transformer, _needed_rows,
-                                        forward)
+from symbounds.core.transformer import (
+    Attention,
+    Embedding,
+    FeedForward,
+    Head,
+    Readout,
+    Transformer,
+    _needed_rows,
+    forward,
+)
 
 PREC = 128
 

@@ -4,8 +4,8 @@ conjunctions) and the verifier (proved / refuted with a re-checked counterexampl
 from fractions import Fraction
 
 import pytest
-
 from byon_helpers import data_path, load, reference
+
 from symbounds.core.modelfile import model_from_json
 from symbounds.core.vnnlib import SpecError, parse_vnnlib, verify
 

@@ -64,7 +64,8 @@ class InterpResult(HasVerdict):
         return self.construction.model
 
 
-def run(ds: Dataset, opts: InterpOptions | None = None) -> InterpResult:
+def run(ds: Dataset, opts: InterpOptions | None = None, progress=None) -> InterpResult:
+    """Build and prove.  ``progress(label)`` is called at each step (softmax: each ball step)."""
     opts = opts or InterpOptions()
     t0 = time.perf_counter()
     if opts.attention == "hardmax":
@@ -81,7 +82,7 @@ def run(ds: Dataset, opts: InterpOptions | None = None) -> InterpResult:
     else:
         from .softmax import certify_softmax
 
-        claims, exact, info = certify_softmax(con, opts.prec, opts.max_prec)
+        claims, exact, info = certify_softmax(con, opts.prec, opts.max_prec, progress=progress)
         prec = info["prec"]
         extra.update(info)
     t2 = time.perf_counter()

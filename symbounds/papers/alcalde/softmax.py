@@ -225,24 +225,29 @@ def _final_distances(ctx, con, model, states):
         return ctx.to_str(worst, 10), away
 
 
-def certify_softmax(con, prec: int = 256, max_prec: int = 4096, model: Transformer | None = None):
+def certify_softmax(con, prec: int = 256, max_prec: int = 4096, model: Transformer | None = None, progress=None):
     """Ball part + exact part; returns ``(claims, exact, info)``.  Precision doubles while the ball
-    part cannot place some token (up to ``max_prec``)."""
+    part cannot place some token (up to ``max_prec``).  ``progress(label)`` names each step."""
+    say = progress or (lambda label: None)
     model = con.model if model is None else model
     if model is not con.model:
         con = al.Construction(**{**con.__dict__, "model": model})
     p = prec
     while True:
         ctx = BallContext(p)
+        say(f"line layer in balls at {p} bits")
         states = _line_states(ctx, con, model)
+        say(f"placing tokens at {p} bits")
         status, problem = _place_tokens(ctx, con, states)
         if status != "undecided" or p * 2 > max_prec:
             break
         p *= 2
     placed = status == "proved"
+    say("segments, exactly")
     seg_ok, seg_note = _segments_exact(con)
     # the plain ball evaluation to the end: radius > 0 on snapped tokens (the dependency problem),
     # but it can refute: a token certainly away from every target of its sequence
+    say("plain ball evaluation to the end")
     worst, away = _final_distances(ctx, con, model, states)
     exact = placed and seg_ok
     holds = {"proved": True, "refuted": False, "undecided": None}

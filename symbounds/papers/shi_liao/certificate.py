@@ -23,7 +23,8 @@ __all__ = ["certify_instance", "rebuild"]
 
 
 def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, CertifyResult]:
-    """Certify the construction of ``inst`` over the whole cube; returns (certificate, result)."""
+    """Certify the construction of ``inst`` over the whole cube; returns (certificate, result).
+    ``progress(fraction, evaluated)``: see :func:`symbounds.core.boxes.certify_model`."""
     K = constants(inst)
     mj = model_to_json(build(K), opts.model_prec)
     ball = BallContext(opts.prec)

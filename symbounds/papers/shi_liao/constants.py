@@ -307,6 +307,59 @@ class Constants:
     def definitions(self) -> tuple:
         return tuple(self.defs.items())
 
+    # --- each constant from Python: its formula, its closed form, its value, its LaTeX -------------
+    def names(self) -> list:
+        """The names of :meth:`table` (``"r_g"``, ``"P"``, ``"M_g"``, ``"M"``, ``"eta"`` ...)."""
+        return list(self.table())
+
+    def formula(self, name: str) -> sympy.Expr:
+        """The general formula of constant ``name`` (docs/shi_liao.md, Constants) as a SymPy expression
+        in ``d, alpha, C_H, B, varepsilon`` and, where the grid or the scale enters, ``P`` and ``M``
+        (e.g. ``M_g = log(8 B P / varepsilon) / (3 r_g^2)`` with ``r_g`` written out)."""
+        general = symbolic_constants()
+        if name == "emcM":
+            return sympy.exp(-general["c"] * sympy.Symbol("M", positive=True))
+        if name not in general or name not in self.table():
+            raise KeyError(f"no general formula for {name!r}; constants: {', '.join(self.names())}")
+        return general[name]
+
+    def expr(self, name: str) -> sympy.Expr:
+        """Constant ``name`` at this instance as one closed-form SymPy number: every named constant
+        (``K.M``, ``K.M_g`` ... the symbols of ``K.defs``) replaced by its definition, so that
+        ``sympy.N(K.expr("M"), 30)`` evaluates it."""
+        table = self.table()
+        if name not in table:
+            raise KeyError(f"unknown constant {name!r}; constants: {', '.join(table)}")
+        e = sympy.sympify(table[name])
+        for _ in range(len(self.defs) + 1):  # definitions refer only to earlier ones
+            if not (e.free_symbols & set(self.defs)):
+                return e
+            with sympy.evaluate(False):  # SymPy's automatic simplification of the nest can take minutes
+                e = e.xreplace(self.defs)
+        raise ArithmeticError(f"the definition of {name} does not resolve")
+
+    def value(self, name: str, prec: int = 128):
+        """An Arb ball (``flint.arb``) enclosing constant ``name`` at this instance, computed at
+        ``prec`` bits (each definition of ``K.defs`` evaluated once, in order)."""
+        from ...core.contexts import BallContext
+
+        table = self.table()
+        if name not in table:
+            raise KeyError(f"unknown constant {name!r}; constants: {', '.join(table)}")
+        ctx = BallContext(prec)
+        with ctx.scope():
+            env: dict = {}
+            for sym, definition in self.defs.items():
+                env[sym] = ctx.from_sympy(definition, env=env)
+            return ctx.from_sympy(sympy.sympify(table[name]), env=env)
+
+    def latex(self, name: str) -> str:
+        """LaTeX of ``name = formula`` (:meth:`formula`)."""
+        symbol = {"r_g": "r_g", "M_g": "M_g", "lambda": r"\lambda", "eta": r"\eta", "emcM": "e^{-cM}",
+                  "P_paper": r"P_{\mathrm{paper}}", "w_ind": r"w_{\mathrm{ind}}", "d_ff": r"d_{\mathrm{ff}}",
+                  "heads_1": "H_1", "heads_2": "H_2"}.get(name, name)
+        return f"{symbol} = {sympy.latex(self.formula(name))}"
+
     def table(self) -> dict:
         """name -> exact SymPy value or symbol definition (the keys of the JSON ``constants``)."""
         D = self.D

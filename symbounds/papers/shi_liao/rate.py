@@ -214,26 +214,31 @@ def _ceil(x: flint.arb) -> int:
 
 
 def render_rate(rep: dict) -> str:
+    """The text report: one row per quantity, in aligned columns (name, value, remark)."""
+    rows = [
+        (f"eps = n^-({rep['eps_exponent']})", rep["eps"], f"(= {rep['eps_decimal']})"),
+        ("r_g = (eps/(4 C_H))^(1/alpha)", rep["r_g"], ""),
+        (f"P = m^d (m = {rep['m']})", str(rep["P"]), f"(eps^(-d/alpha) = {rep['P_order_eps^-d/alpha']})"),
+        (f"parameters (dense, D = {rep['D']})", str(rep["params"]), ""),
+        ("M_g", rep["M_g"], ""),
+        ("M", rep["M"], ""),
+        ("largest weight W", rep["max_weight"],
+         f"(paper order eps^(-2d/alpha) log(1/eps) = {rep['max_weight_paper_order']})"),
+        ("Lipschitz in parameters Lam", rep["lipschitz_params"], ""),
+        ("log N(sigma/n, class, sup)", rep["log_covering"], ""),
+        ("risk bound", rep["bound"], f"= approx {rep['approx_term']} + estimation {rep['estimation_term']}"),
+        (f"rate n^-({rep['rate_exponent']}) log n", rep["rate"], f"(C4 = bound / rate = {rep['C4']})"),
+    ]
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
     lines = [
         "symbounds rate: Shi & Liao generalisation bound (ERM over the two-block Transformer class)",
         f"n = {rep['n']}  d = {rep['d']}  alpha = {rep['alpha']}  C_H = {rep['holder']}  B = {rep['bound_B']}  "
         f"sigma = {rep['noise']}",
         "",
-        f"  eps = n^-({rep['eps_exponent']})           {rep['eps']}  (= {rep['eps_decimal']})",
-        f"  r_g = (eps/(4 C_H))^(1/alpha)      {rep['r_g']}",
-        f"  P = m^d (m = {rep['m']})              {rep['P']}   (eps^(-d/alpha) = {rep['P_order_eps^-d/alpha']})",
-        f"  parameters (dense, D = {rep['D']})       {rep['params']}",
-        f"  M_g, M                            {rep['M_g']}, {rep['M']}",
-        f"  largest weight W                  {rep['max_weight']}   (paper order eps^(-2d/alpha) log(1/eps) = "
-        f"{rep['max_weight_paper_order']})",
-        f"  Lipschitz in parameters Lam       {rep['lipschitz_params']}",
-        f"  log N(sigma/n, class, sup)        {rep['log_covering']}",
-        f"  risk bound                        {rep['bound']}   = approx {rep['approx_term']} + estimation "
-        f"{rep['estimation_term']}",
-        f"  rate n^-({rep['rate_exponent']}) log n       {rep['rate']}   (C4 = bound / rate = {rep['C4']})",
-        "",
-        f"oracle inequality: {rep['oracle_inequality']}",
     ]
+    lines += [f"  {a:<{w0}}  {b:>{w1}}  {c}".rstrip() for a, b, c in rows]
+    lines += ["", f"oracle inequality: {rep['oracle_inequality']}"]
     return "\n".join(lines)
 
 

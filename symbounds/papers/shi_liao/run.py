@@ -106,8 +106,9 @@ def _point_values(ctx, K, model, x):
         return T, g, ctx.abs(T - g)
 
 
-def run(inst, opts: PouOptions | None = None, progress=None) -> PouResult:
-    """Build, certify and compare.  ``progress(done, total, prec)`` is called after each sample point.
+def run(inst, opts: PouOptions | None = None, progress=None, whole_progress=None) -> PouResult:
+    """Build, certify and compare.  ``progress(done, total, prec)`` is called after each sample point;
+    on a manifold, ``whole_progress(fraction, boxes)`` during the whole-manifold part (L7.M).
 
     ``inst`` is a cube :class:`~symbounds.papers.shi_liao.Instance` or a
     :class:`~symbounds.papers.shi_liao.manifolds.manifold.ManifoldInstance` (sample points then lie on the manifold;
@@ -162,7 +163,7 @@ def run(inst, opts: PouOptions | None = None, progress=None) -> PouResult:
     if not on_cube and opts.whole:
         from .manifolds.certify import certify_on_manifold
 
-        claim, info = certify_on_manifold(K, model, prec)
+        claim, info = certify_on_manifold(K, model, prec, progress=whole_progress)
         res.claims.append(decide(BallContext(prec), claim))
         res.whole = info
         res.timings["whole"] = info["seconds"]

@@ -50,7 +50,7 @@ def run_instance(spec: dict) -> dict:
     verdict = str(res.verdict)
     row = {
         "d": inst.d, "alpha": str(inst.alpha), "holder": str(inst.C_H), "bound": str(inst.B), "eps": str(inst.eps),
-        "target": inst.target_text, "P": res.constants["P"], "M_g": _short(res.constants["M_g"]),
+        "target": inst.target_text, "P": int(res.constants["P"]), "M_g": _short(res.constants["M_g"]),
         "M": _short(res.constants["M"]), "max_weight": _short(res.constants["max_weight"]),
         "measured_max_error": decimal_up(arb_to_fraction(res.max_error_value.upper()), 6), "claims": verdict, "certified_error": "", "certificate": "",
     }
@@ -82,7 +82,11 @@ def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8,
                              "whose claims a sweep measures")
     rows = []
     if workers > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        from ...core.boxes import ignore_sigint, sigint_blocked
+
+        with sigint_blocked():
+            pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint)
+        with pool:
             for row in pool.imap(run_instance, specs):
                 rows.append(row)
                 if progress:

@@ -16,13 +16,14 @@ half-widths over pi).
 
 from __future__ import annotations
 
+import math
 import time
 from fractions import Fraction
 
 from ....core.boxes import Box, box_bound
 from ....core.claims import Measured
 from ....core.contexts import BallContext
-from ....core.exact import arb_to_fraction
+from ....core.exact import arb_to_fraction, decimal_up
 from .claims import MANIFOLD_CLAIMS
 
 __all__ = ["certify_on_manifold", "initial_rectangles"]
@@ -78,15 +79,21 @@ def _box(ctx, man, rect) -> tuple[Box, list]:
 
 
 def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
-                        min_length: Fraction = Fraction(1, 2**24)) -> tuple[Measured, dict]:
+                        min_length: Fraction = Fraction(1, 2**24), progress=None) -> tuple[Measured, dict]:
     """The claim ``L7.M`` (a ball ``Measured``: the largest box bound against ``eps``) and a summary
     ``{boxes, max_bound, seconds, status, counterexample}`` (``max_bound``: the largest proved box
     bound, an exact rational as a string; ``status`` undecided when boxes ran out, never refuted
-    without a counterexample)."""
+    without a counterexample).  ``progress(fraction, boxes)`` is called after each parameter
+    rectangle: ``fraction`` is the exact part of the parameter domain's area proved so far."""
     man = K.domain.man
     ctx = BallContext(prec)
     eps = Fraction(int(K.inst.eps.p), int(K.inst.eps.q))
     todo = initial_rectangles(man, K.P)
+
+    def area(rect):
+        return math.prod((Fraction(b) - Fraction(a) for a, b in rect), start=Fraction(1))
+
+    total, done = sum((area(r) for r in todo), Fraction(0)), Fraction(0)
     worst, boxes, t0 = Fraction(0), 0, time.perf_counter()
     status, witness = "proved", None
     while todo:
@@ -99,6 +106,9 @@ def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
         b = box_bound(model, K.g, man.ambient, box, prec)
         if b is not None and b <= eps:
             worst = max(worst, b)
+            if progress is not None:
+                done += area(rect)
+                progress(done / total, boxes)
             continue
         mid = tuple((a + c) / 2 for a, c in rect)
         err = point_error_on(man, model, K, mid, prec)  # a counterexample ends the search
@@ -126,7 +136,8 @@ def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
         claim = MANIFOLD_CLAIMS["L7.M"].stated(f"|T(x) - g(x)| <= eps for every x on the {man.name} "
                                  f"({boxes} parameter rectangles, Taylor-model boxes)").measured(lhs,
                          ctx.convert(eps))
-    return claim, {"boxes": boxes, "max_bound": str(worst), "seconds": time.perf_counter() - t0,
+    return claim, {"boxes": boxes, "max_bound": str(worst), "max_bound_upper": decimal_up(worst, 17),
+                   "seconds": time.perf_counter() - t0,
                    "status": status, "counterexample_angles_over_pi": witness}
 
 

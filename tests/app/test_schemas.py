@@ -1,0 +1,145 @@
+"""docs/schemas: every JSON document symbounds reads or writes validates against its schema
+(draft 2020-12, checked with the ``jsonschema`` library on real output), and a broken document
+(a required key removed, a JSON number where a string is required) does not."""
+
+import contextlib
+import copy
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from symbounds.app.cli import main
+from symbounds.papers.alcalde.dataset import dataset_to_json, load_dataset, random_dataset
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+SMALL = ["--alpha", "1/2", "--holder", "1/2", "--bound", "1/4", "--eps", "1/2", "--target", "sin(x1)/4",
+         "--quiet", "--points", "2"]
+DATASET = {"d": 2, "sequences": [{"input": [["0", "1"], [1, 0], [0.5, "1/2"]], "target": [["3", "3"]]},
+                                  {"input": [["0", "1"], ["2", "2"]], "target": [[-1, "4"], ["5", "5e0"]]}]}
+
+
+def schema(name):
+    s = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(s)
+    return jsonschema.Draft202012Validator(s)
+
+
+def _json_of(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    assert code == 0, err.getvalue()
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory):
+    """Real output of every command that writes JSON (small instances)."""
+    t = tmp_path_factory.mktemp("schemas")
+    (t / "dataset.json").write_text(json.dumps(DATASET))
+    docs = {
+        "pou": _json_of("pou", *SMALL, "--json", "--context", "all", "--at", "1/3", "--export", str(t / "m.json")),
+        "pou-manifold": _json_of("pou", "--manifold", "circle", "--eps", "1/2", "--points", "2", "--quiet", "--json"),
+        "interp": _json_of("interp", "--data", str(t / "dataset.json"), "--json", "--export", str(t / "mi.json")),
+        "interp-softmax": _json_of("interp", "--random", "3,6,4,1", "--attention", "softmax", "--json",
+                                   "--export", str(t / "ms.json")),
+        "certify": _json_of("certify", *SMALL[:-2], "--json", "--out", str(t / "cert.json")),
+        "rate": _json_of("rate", "--n", "10000", "--d", "2", "--json"),
+        "tighten": _json_of("tighten", "--eps", "1/2", "--what", "M", "--criterion", "proof", "--quiet", "--json"),
+    }
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["sweep", "--eps", "1/2", "--holder", "1", "--bound", "1", "--target", "sin(x1)/2",
+                     "--quiet", "--out", str(t / "table.csv")]) == 0
+    docs["sweep"] = json.loads((t / "table.json").read_text())
+    docs["sweep-docs"] = json.loads((SCHEMAS.parent / "sweep_table.json").read_text())
+    for name in ("m", "mi", "ms", "cert"):
+        docs[name] = json.loads((t / f"{name}.json").read_text())
+    docs["dataset"] = DATASET
+    docs["dataset-random"] = dataset_to_json(random_dataset(3, 5, 3, 2, seed=1))
+    load_dataset(str(t / "dataset.json"))  # the hand-written dataset is one the program accepts
+    return docs
+
+
+#: document -> (schema, a path to a value that must be a string, or for the dataset an integer)
+CASES = {
+    "pou": ("pou", ("constants", "M_g")),
+    "pou-manifold": ("pou", ("whole_manifold", "max_bound")),
+    "interp": ("interp", ("theta_norm_sq",)),
+    "interp-softmax": ("interp", ("tau",)),
+    "certify": ("certify", ("eps",)),
+    "rate": ("rate", ("eps",)),
+    "tighten": ("tighten", ("resolution",)),
+    "sweep": ("sweep", ("rows", 0, "M")),
+    "sweep-docs": ("sweep", ("rows", 0, "eps")),
+    "m": ("model", ("layers", 0, "skip")),
+    "mi": ("model", ("layers", 0, "W1", 0, 0)),
+    "ms": ("model", ("layers", 1, "tau")),
+    "cert": ("certificate", ("boxes", 0, "bound")),
+    "dataset": ("dataset", ("d",)),
+    "dataset-random": ("dataset", ("d",)),
+}
+
+
+def _errors(validator, doc):
+    return [f"{e.json_path}: {e.message[:120]}" for e in validator.iter_errors(doc)]
+
+
+@pytest.mark.parametrize("doc", list(CASES))
+def test_real_output_validates(documents, doc):
+    name, _ = CASES[doc]
+    assert _errors(schema(name), documents[doc]) == []
+
+
+@pytest.mark.parametrize("doc", list(CASES))
+def test_a_missing_required_key_fails(documents, doc):
+    name, _ = CASES[doc]
+    v = schema(name)
+    for key in v.schema["required"]:
+        broken = copy.deepcopy(documents[doc])
+        del broken[key]
+        assert not v.is_valid(broken), key
+
+
+@pytest.mark.parametrize("doc", list(CASES))
+def test_a_wrongly_typed_value_fails(documents, doc):
+    name, path = CASES[doc]
+    v = schema(name)
+    broken = copy.deepcopy(documents[doc])
+    parent = broken
+    for k in path[:-1]:
+        parent = parent[k]
+    old = parent[path[-1]]
+    if name == "dataset":
+        assert type(old) is int
+        parent[path[-1]] = str(old)  # a string where an integer (a count) is required
+    else:
+        assert isinstance(old, str) and old
+        parent[path[-1]] = 0.5  # a JSON number where a number string is required
+    assert not v.is_valid(broken)
+
+
+def test_counts_are_integers_and_numbers_strings(documents):
+    """The convention of docs/schemas/README.md on the outliers it fixed, against the values the
+    program computed (P = m^d, the constants' own counts)."""
+    pou = documents["pou"]
+    c = pou["constants"]
+    assert type(c["P"]) is int and c["P"] == c["m"] ** pou["instance"]["d"]
+    assert c["D"] == pou["instance"]["d"] + 4 and c["d_ff"] == 2 * c["D"] and c["heads_1"] == c["P"] + 2
+    assert all(isinstance(c[k], str) for k in ("M_g", "M", "c", "eta", "P_paper"))
+    for row in documents["sweep"]["rows"]:
+        assert type(row["P"]) is int and type(row["d"]) is int
+    assert type(documents["rate"]["P"]) is int == type(documents["rate"]["m"])
+    whole = documents["pou-manifold"]["whole_manifold"]
+    assert isinstance(whole["max_bound"], str)
+
+
+def test_every_schema_is_listed_in_the_readme():
+    readme = (SCHEMAS / "README.md").read_text()
+    files = sorted(p.name for p in SCHEMAS.glob("*.schema.json"))
+    assert len(files) == 9
+    for f in files:
+        assert f"]({f})" in readme, f
+    assert "schemas/README.md" in (SCHEMAS.parent / "README.md").read_text()
