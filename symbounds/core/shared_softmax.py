@@ -153,8 +153,8 @@ def _to_arrays(elems, L: int):
             if e.denominator != 1:
                 raise _NoForm
             rr, ii = int(r * den), int(i * den)
-            if max(abs(rr), abs(ii)) >= 2**20:
-                raise _NoForm  # keep every later product far from int64 overflow
+            if max(abs(rr), abs(ii)) >= 2**30:
+                raise _NoForm  # the products are checked again in _mul
             E[n, t], R[n, t], I[n, t] = int(e) % (2 * L), rr, ii
     return E, R, I
 
@@ -162,6 +162,10 @@ def _to_arrays(elems, L: int):
 def _mul(X, Y, L):
     """Termwise products of broadcast batches X [..., T1] and Y [..., T2] -> [..., T1 * T2]."""
     (Ex, Rx, Ix), (Ey, Ry, Iy) = X, Y
+    bx = max(int(np.abs(Rx).max(initial=0)), int(np.abs(Ix).max(initial=0)))
+    by = max(int(np.abs(Ry).max(initial=0)), int(np.abs(Iy).max(initial=0)))
+    if 2 * bx * by * max(1, Ex.shape[-1] * Ey.shape[-1]) * 4 >= _LIMIT:
+        raise _NoForm  # the products (and their sums over a few rows) could leave int64
     E = (Ex[..., :, None] + Ey[..., None, :]) % (2 * L)
     R = Rx[..., :, None] * Ry[..., None, :] - Ix[..., :, None] * Iy[..., None, :]
     I = Rx[..., :, None] * Iy[..., None, :] + Ix[..., :, None] * Ry[..., None, :]
@@ -287,6 +291,8 @@ def _structure(layer, tokens, heads, is_zero, chunk_rows):
     for g in [f[1] for row in tok for f in row] + [e for B in Bs for row in B for e in row]:
         for q in g:
             L = lcm(L, q.denominator)
+    if L > 2**30 or L * len(heads) * n * r > 2**60:
+        raise _NoForm  # exponents and flat sort keys must stay in int64
     TE, TR, TI = _to_arrays([f[1] for row in tok for f in row], L)
     Tt = TE.shape[1]
     T = tuple(A.reshape(r, n, Tt) for A in (TE, TR, TI))
