@@ -28,6 +28,7 @@ from limit_setup import inputs, limit_setup  # noqa: E402
 from symbounds.core import transformer as T  # noqa: E402
 from symbounds.core.contexts import BallContext  # noqa: E402
 from symbounds.papers import shi_liao as sl  # noqa: E402
+from symbounds.papers.shi_liao.run import _point_values  # noqa: E402
 
 EPS = {64: "19/50", 144: "6/25", 256: "9/50", 1024: "9/100", 4096: "89/2000"}
 
@@ -66,13 +67,14 @@ def main():
     ap.add_argument("--P", default="64,144,256,1024,4096")
     ap.add_argument("--prec", type=int, default=128)
     ap.add_argument("--plain-max-P", type=int, default=144)
+    ap.add_argument("--points", type=int, default=4)
     args = ap.parse_args()
     x = (Fraction(1, 3), Fraction(1, 5))
     rows = []
     print(f"# prec {args.prec} bits, CPU seconds (time.process_time)")
     print("| P | heads | exact (s) | numeric (s) | setup (s) | limit script (s) | setup / limit | plain (s) | "
-          "plain / setup | sharing found | agrees with limit |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "plain / setup | sharing found | agrees with limit | per point (s) | max abs(T - g) at the points |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for P in [int(p) for p in args.P.split(",")]:
         K = sl.constants(instance(P))
         assert K.P == P, (P, K.P)
@@ -81,6 +83,12 @@ def main():
         t_exact, S = cpu(lambda: (model._analyse(), T._shared_structure(model, 0))[1])
         t_num, _ = cpu(lambda: T.forward(ball, model, x))
         setup = t_exact + t_num
+        # a pou-style evaluation after the setup: T(x), g(x) and |T - g| at seeded points
+        pts = sl.sample_points(2, None, args.points, 0)[-args.points:]
+        t_pts, vals_pts = cpu(lambda: [_point_values(ball, K, model, p) for p in pts])
+        with ball.scope():
+            err = max((v[2].upper() for v in vals_pts), key=float)
+        per_point = f"{t_pts / len(pts):.4f}"
         M, vals = inputs(K, model, args.prec)
         t_lim, lim_rows = limit_setup(P, M, vals, args.prec)
         agree = check_against_limit(K, model, args.prec, lim_rows)
@@ -96,7 +104,8 @@ def main():
                  f"{'s' if len(S.group_rep) > 1 else ''}")
         rows.append((P, setup, t_lim))
         print(f"| {P} | {P + 2} | {t_exact:.2f} | {t_num:.2f} | {setup:.2f} | {t_lim:.3f} | {setup / t_lim:.0f}x | "
-              f"{plain_s} | {ratio} | {found} | {'yes' if agree else 'NO'} |", flush=True)
+              f"{plain_s} | {ratio} | {found} | {'yes' if agree else 'NO'} | {per_point} | <= {float(err):.3g} |",
+              flush=True)
         del model
     big = [r for r in rows if r[0] >= 256]
     if len(big) >= 2:
