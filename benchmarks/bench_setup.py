@@ -23,12 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from limit_setup import inputs, limit_setup  # noqa: E402
+from limit_setup import inputs, limit_setup
 
-from symbounds.core import transformer as T  # noqa: E402
-from symbounds.core.contexts import BallContext  # noqa: E402
-from symbounds.papers import shi_liao as sl  # noqa: E402
-from symbounds.papers.shi_liao.run import _point_values  # noqa: E402
+from symbounds.core import transformer as T
+from symbounds.core.contexts import BallContext
+from symbounds.papers import shi_liao as sl
+from symbounds.papers.shi_liao.run import _point_values
 
 EPS = {64: "19/50", 144: "6/25", 256: "9/50", 1024: "9/100", 4096: "89/2000"}
 
@@ -39,10 +39,15 @@ def instance(P):
     return sl.Instance(d=2, C_H=1, B=1, eps=EPS[P], target="sin(x1+x2)/2")
 
 
-def cpu(f):
+def cpu(f, *args):
     t = time.process_time()
-    v = f()
+    v = f(*args)
     return time.process_time() - t, v
+
+
+def detect(model):
+    model._analyse()
+    return T._shared_structure(model, 0)
 
 
 def check_against_limit(K, model, prec, rows):
@@ -80,12 +85,12 @@ def main():
         assert K.P == P, (P, K.P)
         model = sl.build(K)
         ball = BallContext(args.prec)
-        t_exact, S = cpu(lambda: (model._analyse(), T._shared_structure(model, 0))[1])
-        t_num, _ = cpu(lambda: T.forward(ball, model, x))
+        t_exact, S = cpu(detect, model)
+        t_num, _ = cpu(T.forward, ball, model, x)
         setup = t_exact + t_num
         # a pou-style evaluation after the setup: T(x), g(x) and |T - g| at seeded points
         pts = sl.sample_points(2, None, args.points, 0)[-args.points:]
-        t_pts, vals_pts = cpu(lambda: [_point_values(ball, K, model, p) for p in pts])
+        t_pts, vals_pts = cpu(lambda ps: [_point_values(ball, K, model, p) for p in ps], pts)  # noqa: B023
         with ball.scope():
             err = max((v[2].upper() for v in vals_pts), key=float)
         per_point = f"{t_pts / len(pts):.4f}"
@@ -96,7 +101,7 @@ def main():
         if P <= args.plain_max_P:
             plain = sl.build(K)
             with T.plain_setup():
-                t_plain, _ = cpu(lambda: T.forward(BallContext(args.prec), plain, x))
+                t_plain, _ = cpu(T.forward, BallContext(args.prec), plain, x)
             plain_s, ratio = f"{t_plain:.2f}", f"{t_plain / setup:.0f}x"
         else:
             plain_s, ratio = "-", "-"
@@ -106,7 +111,7 @@ def main():
         print(f"| {P} | {P + 2} | {t_exact:.2f} | {t_num:.2f} | {setup:.2f} | {t_lim:.3f} | {setup / t_lim:.0f}x | "
               f"{plain_s} | {ratio} | {found} | {'yes' if agree else 'NO'} | {per_point} | <= {float(err):.3g} |",
               flush=True)
-        del model
+        model = None  # free the weights before the next size
     big = [r for r in rows if r[0] >= 256]
     if len(big) >= 2:
         (p0, s0, l0), (p1, s1, l1) = big[0], big[-1]

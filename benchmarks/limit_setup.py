@@ -21,8 +21,8 @@ import flint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from symbounds.core.contexts import BallContext  # noqa: E402
-from symbounds.papers import shi_liao as sl  # noqa: E402
+from symbounds.core.contexts import BallContext
+from symbounds.papers import shi_liao as sl
 
 
 def inputs(K, model, prec):
@@ -71,7 +71,7 @@ def main():
     ap.add_argument("--P", type=int, default=1024)
     ap.add_argument("--prec", type=int, default=128)
     args = ap.parse_args()
-    from bench_setup import instance  # noqa: E402
+    from bench_setup import instance
 
     K = sl.constants(instance(args.P))
     M, vals = inputs(K, sl.build(K), args.prec)

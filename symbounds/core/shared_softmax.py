@@ -40,7 +40,7 @@ from math import lcm
 import numpy as np
 import sympy
 
-__all__ = ["structure", "Structure"]
+__all__ = ["Structure", "structure"]
 
 _LIMIT = 2**62
 
@@ -354,7 +354,7 @@ def _structure(layer, tokens, heads, is_zero, chunk_rows):
     return Structure(heads, cls, ids, class_rep, score_rep, group, group_rep)
 
 
-def _is_zero(v) -> bool:  # noqa: D103
+def _is_zero(v) -> bool:
     if isinstance(v, sympy.Basic):
         return v.is_zero is True
     return v == 0

@@ -645,7 +645,7 @@ class _SharedNumeric:
 
     def __init__(self, ctx, S, layer, Z):
         self.ctx, self.S = ctx, S
-        _, kind, skip, tau, heads = layer
+        _, _, _, tau, heads = layer
         qcol: dict = {}
 
         def query(h, j):

@@ -13,7 +13,7 @@ from sympy import Integer, Rational, Symbol
 from symbounds.core import shared_softmax
 from symbounds.core import transformer as T
 from symbounds.core.contexts import BallContext, MPContext
-from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, forward
+from symbounds.core.transformer import Attention, Embedding, Head, Readout, Transformer, forward
 from symbounds.papers import shi_liao as sl
 from symbounds.papers.shi_liao.constants import cospi, sinpi
 
