@@ -370,6 +370,10 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
       the model produces, so a slice with ``start`` recomputes every head;
     * *readout pruning* (only the readout's column is evaluated from the last attention layer on)
       applies only when the slice ends at the last layer, without a trace;
+    * *shared softmax weights*: the first layer's input-independent softmax heads compute each
+      exactly-equal score's exponential and each normaliser of rows that are exact permutations
+      once (equalities decided on exact forms of the weights, see ``shared_softmax.py`` and
+      docs/performance.md); switched off by :func:`plain_setup`;
     * heads with ``W_O W_V = 0`` contribute exactly ``0`` and are skipped (with a trace their
       attention matrix is still computed and recorded), and ReLU pairs computing a linear function
       are evaluated as that linear map (see ``_ffn``): both hold for every state.

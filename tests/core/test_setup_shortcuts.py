@@ -132,6 +132,8 @@ def test_random_networks_fast_path_contains_direct_values(seed):
     with T.plain_setup():
         Zp = forward(ball, plain, x, stop=1)
     assert all(a.overlaps(b) for ra, rb in zip(Z, Zp) for a, b in zip(ra, rb))
+    sign = lambda v: (v > 0, v < 0)  # proved positive, proved negative (neither: undecided)
+    assert [sign(v) for r in Z for v in r] == [sign(v) for r in Zp for v in r]
     assert (S is None) == (seed == 5)
     if seed == 2:
         assert len(S.group_rep) > 1  # the perturbed rows are not taken for permutations
