@@ -32,12 +32,14 @@ at an intermediate stage without a second evaluator.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import flint
 import sympy
 
+from . import shared_softmax
 from .contexts import Context
 
 __all__ = [
@@ -64,8 +66,27 @@ def shape(m: Matrix) -> tuple[int, int]:
 
 def _is_exact_zero(v) -> bool:
     if isinstance(v, sympy.Basic):
-        return v.is_zero is True
+        known = _known_zero(v)
+        return known if known is not None else v.is_zero is True
     return v == 0
+
+
+def _known_zero(v):
+    """Whether a SymPy weight is exactly zero, decided without the assumption system for the
+    common forms (numbers, ``sin(pi q)`` and ``cos(pi q)`` with ``q`` rational, products of
+    them: a product of finite factors is zero iff a factor is); None for anything else."""
+    if v.is_Rational:
+        return v == 0
+    if isinstance(v, (sympy.sin, sympy.cos)):
+        q, rest = v.args[0].as_coeff_Mul()
+        if rest is sympy.pi and q.is_Rational:
+            return bool((q if isinstance(v, sympy.sin) else q - sympy.Rational(1, 2)).is_integer)
+        return None
+    if v.is_Mul:
+        parts = [_known_zero(a) for a in v.args]
+        if all(p is False for p in parts):
+            return False
+    return None
 
 
 @dataclass(frozen=True)
@@ -134,6 +155,8 @@ class Transformer:
     # Caches are not init fields, so dataclasses.replace() (e.g. a tampered copy) starts empty.
     _numeric_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _analysis: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    #: exact sharing structures of input-independent softmax heads, per layer (shared_softmax.py)
+    _shared: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         self.layers = tuple(self.layers)
@@ -351,6 +374,10 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
       the model produces, so a slice with ``start`` recomputes every head;
     * *readout pruning* (only the readout's column is evaluated from the last attention layer on)
       applies only when the slice ends at the last layer, without a trace;
+    * *shared softmax weights*: the first layer's input-independent softmax heads compute each
+      exactly-equal score's exponential and each normaliser of rows that are exact permutations
+      once (equalities decided on exact forms of the weights, see ``shared_softmax.py`` and
+      docs/performance.md); switched off by :func:`plain_setup`;
     * heads with ``W_O W_V = 0`` contribute exactly ``0`` and are skipped (with a trace their
       attention matrix is still computed and recorded), and ReLU pairs computing a linear function
       are evaluated as that linear map (see ``_ffn``): both hold for every state.
@@ -380,7 +407,7 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
             if tr is not None:
                 tr.Z.append(Z)
             if layer[0] == "attention":
-                Z = _attention(ctx, num, i, layer, Z, const, tr, needed.get(i), silent)
+                Z = _attention(ctx, num, i, layer, Z, const, tr, needed.get(i), silent, model)
             else:
                 Z = _ffn(ctx, i, layer, Z, tr, needed.get(i))
         if tr is not None:
@@ -461,8 +488,21 @@ def _affine_prefix_maps(ctx, model, num, L):
             continue
         _, kind, skip, tau, heads = layer
         outs = [_skip_part(ctx, skip, Z) for Z in Zs]
+        shared = _shared_numeric(ctx, model, num, i, Zs[0])
+        silent = model._analyse()[3]
+        if shared is not None and ctx.name == "ball":
+            for out, acc in zip(outs, _shared_output_ball(ctx, shared, heads, Zs)):
+                for r, row in enumerate(acc):
+                    out[r] = [a + b for a, b in zip(out[r], row)]
         for h, (WQ, WK, WV, WO) in enumerate(heads):
-            pi = num.attention_cache.get((i, h)) or _attention_matrix(ctx, kind, tau, WQ, WK, Zs[0])
+            if (i, h) in silent:
+                continue
+            if shared is not None and h in shared.S.index:
+                if ctx.name == "ball":
+                    continue  # in _shared_output_ball
+                pi = shared.matrix(h)
+            else:
+                pi = num.attention_cache.get((i, h)) or _attention_matrix(ctx, kind, tau, WQ, WK, Zs[0])
             for out, Z in zip(outs, Zs):
                 for r, crow in _head_output(ctx, pi, WV, WO, Z):
                     out[r] = [a + b for a, b in zip(out[r], crow)]
@@ -501,7 +541,7 @@ def _head_output(ctx, pi, WV, WO, Z):
     return [(r, crow) for r, crow in enumerate(_matmul(ctx, WO, A)) if any(not ctx.is_zero(v) for v in WO[r])]
 
 
-def _attention(ctx, num, i, layer, Z, const, tr, rows=None, silent=frozenset()):
+def _attention(ctx, num, i, layer, Z, const, tr, rows=None, silent=frozenset(), model=None):
     _, kind, skip, tau, heads = layer
     out = _skip_part(ctx, skip, Z)
     pis = []
@@ -512,6 +552,10 @@ def _attention(ctx, num, i, layer, Z, const, tr, rows=None, silent=frozenset()):
                 pis.append(_attention_matrix(ctx, kind, tau, WQ, WK, Z))
             continue
         pi = num.attention_cache.get(key) if const.get(key) else None
+        if pi is None and const.get(key) and model is not None:
+            shared = _shared_numeric(ctx, model, num, i, Z)
+            if shared is not None and h in shared.S.index:
+                pi = shared.matrix(h)
         if pi is None:
             pi = _attention_matrix(ctx, kind, tau, WQ, WK, Z, None if const.get(key) else rows)
             if const.get(key):
@@ -547,6 +591,172 @@ def _attention_matrix(ctx, kind, tau, WQ, WK, Z, rows=None):
             scores.append(s if tau is None else s / tau)
         pi.append(_softmax(ctx, scores) if kind == "softmax" else _hardmax(ctx, scores))
     return pi
+
+
+#: Share exactly equal softmax weights of input-independent heads (see shared_softmax.py);
+#: switched off by :func:`plain_setup` to compare with the entry-by-entry computation.
+SHARED_SOFTMAX = True
+
+
+@contextlib.contextmanager
+def plain_setup():
+    """Within the block, every attention weight is computed entry by entry (no sharing)."""
+    global SHARED_SOFTMAX
+    saved, SHARED_SOFTMAX = SHARED_SOFTMAX, False
+    try:
+        yield
+    finally:
+        SHARED_SOFTMAX = saved
+
+
+def _shared_structure(model: Transformer, i: int):
+    """The exact sharing structure of layer ``i``'s input-independent softmax heads, or None.
+
+    Only for the first layer of a vector-input model: there the rows its heads score are rows
+    of the embedding that no input reaches, so the tokens are the exact ``base`` entries."""
+    if i in model._shared:
+        return model._shared[i]
+    S = None
+    layer = model.layers[i]
+    if i == 0 and model.input == "vector" and isinstance(layer, Attention) and layer.kind == "softmax":
+        const, silent = model.constant_heads(), model._analyse()[3]
+        heads = [h for h in range(len(layer.heads)) if const.get((i, h)) and (i, h) not in silent]
+        S = shared_softmax.structure(layer, model.embedding.base, heads, _is_exact_zero)
+        if S is not None:
+            S.value_columns = _value_columns(model, layer, S.heads)
+    model._shared[i] = S
+    return S
+
+
+def _value_columns(model: Transformer, layer: Attention, heads) -> dict:
+    """``{head: columns}``: the tokens whose values ``W_V z_k`` can be nonzero at the first layer
+    (exact zeros of the embedding ``base + E x``, for every ``x``)."""
+    emb = model.embedding
+    n = len(emb.base[0])
+    cols = []
+    for c, row in enumerate(emb.base):
+        nz = {k for k, v in enumerate(row) if not _is_exact_zero(v)}
+        if any(not _is_exact_zero(e) for e in emb.E[c]):
+            nz.add(emb.column)
+        cols.append(nz)
+    out = {}
+    for h in heads:
+        read = {c for vrow in layer.heads[h].W_V for c, v in enumerate(vrow) if not _is_exact_zero(v)}
+        out[h] = sorted(set().union(*(cols[c] for c in read))) if read else []
+        assert all(0 <= k < n for k in out[h])
+    return out
+
+
+class _SharedNumeric:
+    """A layer's shared softmax weights in one context: one exponential per distinct score
+    (shifted by one exact point ``m`` for the whole layer), one reciprocal per normaliser."""
+
+    def __init__(self, ctx, S, layer, Z):
+        self.ctx, self.S = ctx, S
+        _, _, _, tau, heads = layer
+        qcol: dict = {}
+
+        def query(h, j):
+            v = qcol.get((h, j))
+            if v is None:
+                WQ = heads[h][0]
+                v = qcol[(h, j)] = [_dot(ctx, row, Z, j) for row in WQ]
+            return v
+
+        scores = []
+        for c, k in S.score_rep:
+            a, j = S.class_rep[c]
+            h = S.heads[a]
+            s = ctx.zero
+            for qa, wk in zip(query(h, j), heads[h][1]):
+                s = s + qa * _dot(ctx, wk, Z, k)
+            scores.append(s if tau is None else s / tau)
+        m = ctx.shift_point(scores)
+        self.E = [ctx.exp(s - m) for s in scores]
+        self.inv = []
+        for c in S.group_rep:
+            row = S.ids[c].tolist()
+            total = self.E[row[0]]
+            for d in row[1:]:
+                total = total + self.E[d]
+            self.inv.append(ctx.one / total)
+        self._tables: dict = {}
+
+    def column(self, h, k) -> list:
+        """``[pi_h[j, k] for j]``."""
+        S = self.S
+        a = S.index[h]
+        c = S.cls[a]
+        sid = S.ids[c, k].tolist()
+        if len(self.inv) == 1:
+            tab = self._tables.get(0)
+            if tab is None:
+                inv = self.inv[0]
+                tab = self._tables[0] = [e * inv for e in self.E]
+            return [tab[d] for d in sid]
+        E, inv = self.E, self.inv
+        return [E[d] * inv[g] for d, g in zip(sid, S.group[c].tolist())]
+
+    def matrix(self, h) -> list:
+        """The ``n x n`` attention matrix of head ``h`` (rows are queries)."""
+        n = self.S.cls.shape[1]
+        cols = [self.column(h, k) for k in range(n)]
+        return [list(r) for r in zip(*cols)]
+
+
+def _dot(ctx, wrow, Z, j):
+    s = ctx.zero
+    for c, w in enumerate(wrow):
+        if not ctx.is_zero(w):
+            s = s + w * Z[c][j]
+    return s
+
+
+def _shared_numeric(ctx, model, num, i, Z):
+    """The layer's :class:`_SharedNumeric` in ``ctx`` (cached), or None (no shared structure)."""
+    if not SHARED_SOFTMAX:
+        return None
+    key = ("shared", i)
+    if key in num.attention_cache:
+        return num.attention_cache[key]
+    S = _shared_structure(model, i)
+    val = None if S is None else _SharedNumeric(ctx, S, num.layers[i], Z)
+    num.attention_cache[key] = val
+    return val
+
+
+def _shared_output_ball(ctx, shared, heads, Zs, block: int = 1 << 20):
+    """``sum_h W_O^h V_h pi_h^T`` over the shared heads, for each state in ``Zs`` (``D x n`` lists),
+    as Arb matrix products: ``[W_O^h V_h[:, cols_h] ...] @ [pi_h[:, cols_h]^T; ...]`` with
+    ``cols_h`` the tokens whose values can be nonzero, the right factor built once per block of
+    heads (at most ``block`` weights) and shared by every state."""
+    S = shared.S
+    D, n = len(Zs[0]), len(Zs[0][0])
+    acc = [flint.arb_mat(D, n) for _ in Zs]
+    live = [h for h in S.heads if S.value_columns[h]]
+    per_head = [len(S.value_columns[h]) for h in live]
+    b0 = 0
+    while b0 < len(live):
+        b1, width = b0, 0
+        while b1 < len(live) and (b1 == b0 or (width + per_head[b1]) * n <= block):
+            width += per_head[b1]
+            b1 += 1
+        right = []
+        for h in live[b0:b1]:
+            right.extend(shared.column(h, k) for k in S.value_columns[h])
+        R = flint.arb_mat(right)  # width x n
+        for z, Z in enumerate(Zs):
+            left = [[] for _ in range(D)]
+            for h in live[b0:b1]:
+                _, _, WV, WO = heads[h]
+                cols = S.value_columns[h]
+                Zc = flint.arb_mat([[Zr[k] for k in cols] for Zr in Z])
+                part = (flint.arb_mat(WO) * (flint.arb_mat(WV) * Zc)).tolist()
+                for r in range(D):
+                    left[r].extend(part[r])
+            acc[z] += flint.arb_mat(left) * R
+        b0 = b1
+    return [a.tolist() for a in acc]
 
 
 def _softmax(ctx, scores):

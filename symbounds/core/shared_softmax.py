@@ -1,0 +1,360 @@
+"""Repeated softmax weights of input-independent attention heads, found and proved from the weights.
+
+An input-independent head of the first layer scores tokens ``t_j`` (the embedding's rows that no
+input reaches) with ``score_h[j, k] = t_j^T B_h t_k`` where ``B_h = W_Q^hT W_K^h / tau``.  When the
+weights are built from rationals, named constants and ``sin(pi q)``, ``cos(pi q)`` (``q``
+rational), every such score is, exactly,
+
+    c_Q c_K / tau * sum_e a_e zeta^e,       zeta = exp(i pi / L),  a_e in Q(i),  e in Z / 2L,
+
+with ``c_Q``, ``c_K`` products of named constants common to all of ``W_Q`` (resp. ``W_K``) and
+``L`` the common denominator of every ``q`` (``sin(pi q) = (zeta^{qL} - zeta^{-qL}) / 2i``,
+``cos(pi q) = (zeta^{qL} + zeta^{-qL}) / 2``).  The map sending a formal sum ``sum_e a_e X^e`` of
+the group algebra ``Q(i)[Z / 2L]`` to ``sum_e a_e zeta^e`` is a ring homomorphism, and it
+factors through the quotient by ``X^{L/2} = i`` (``L`` even; ``zeta^{L/2} = exp(i pi / 2) = i``),
+whose elements have the canonical form ``sum_{0 <= e < L/2} a_e X^e``.  So two scores whose
+canonical forms are equal (same exponents, same coefficients after reducing and collecting
+terms) are equal numbers.  That is the only equality used here: it is decided on integers, never on
+floating-point or ball values, and a near-equality (two angles differing by 2^-100) gives
+different formal sums, hence different scores.  (The converse does not hold -- a formal sum may
+vanish in value without being formally zero -- which only costs sharing, never soundness.)
+
+What is shared, for one attention layer (:func:`structure`):
+
+* *row classes*: rows ``(h, j)`` whose query functionals ``u = B_h^T t_j`` are formally equal
+  have equal score rows, across heads;
+* *score ids*: formally equal scores ``u^T t_k`` get one id; each distinct score has one
+  exponential per context;
+* *normaliser groups*: row classes whose multisets of score ids are equal (a row that is an exact
+  permutation of another) share one softmax normaliser ``sum_k exp(score - m)``.
+
+The softmax weight is then ``pi_h[j, k] = exp(s_{id} - m) / N_g`` with one shift ``m`` for the
+whole layer (the softmax does not depend on the shift).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import lcm
+
+import numpy as np
+import sympy
+
+__all__ = ["Structure", "structure"]
+
+_LIMIT = 2**62
+
+
+class _NoForm(Exception):
+    """A weight outside the exact trigonometric forms handled here."""
+
+
+# ------------------------------------------------------------------------------------------
+# Exact forms: (monomial of named constants, {q mod 2 (Fraction): (re, im) Fractions}) meaning
+# monomial * sum_q (re + i im) exp(i pi q).
+
+
+def _gmul(a: dict, b: dict) -> dict:
+    out: dict = {}
+    for qa, (ra, ia) in a.items():
+        for qb, (rb, ib) in b.items():
+            q = (qa + qb) % 2
+            r, i = out.get(q, (Fraction(0), Fraction(0)))
+            out[q] = (r + ra * rb - ia * ib, i + ra * ib + ia * rb)
+    return {q: v for q, v in out.items() if v != (0, 0)}
+
+
+def _gadd(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for q, (r, i) in b.items():
+        r0, i0 = out.get(q, (Fraction(0), Fraction(0)))
+        out[q] = (r0 + r, i0 + i)
+    return {q: v for q, v in out.items() if v != (0, 0)}
+
+
+def _form(expr):
+    """``(monomial, group element)`` of an exact weight, or raise :class:`_NoForm`."""
+    if isinstance(expr, (int, Fraction)) or (isinstance(expr, sympy.Basic) and expr.is_Rational):
+        v = Fraction(int(expr.p), int(expr.q)) if isinstance(expr, sympy.Basic) else Fraction(expr)
+        return sympy.Integer(1), ({Fraction(0): (v, Fraction(0))} if v else {})
+    if not isinstance(expr, sympy.Basic):
+        raise _NoForm
+    if expr.is_Symbol:
+        return expr, {Fraction(0): (Fraction(1), Fraction(0))}
+    if isinstance(expr, (sympy.sin, sympy.cos)):
+        q, rest = expr.args[0].as_coeff_Mul()
+        if rest is not sympy.pi or not q.is_Rational:
+            raise _NoForm
+        q = Fraction(int(q.p), int(q.q)) % 2
+        half = Fraction(1, 2)
+        if isinstance(expr, sympy.cos):  # (X^q + X^-q) / 2
+            terms = [(q, (half, Fraction(0))), ((-q) % 2, (half, Fraction(0)))]
+        else:  # (X^q - X^-q) / 2i = -i/2 X^q + i/2 X^-q
+            terms = [(q, (Fraction(0), -half)), ((-q) % 2, (Fraction(0), half))]
+        out: dict = {}
+        for e, v in terms:
+            out = _gadd(out, {e: v})
+        return sympy.Integer(1), out
+    if expr.is_Mul:
+        mono, g = sympy.Integer(1), {Fraction(0): (Fraction(1), Fraction(0))}
+        for a in expr.args:
+            m, h = _form(a)
+            mono, g = mono * m, _gmul(g, h)
+        return mono, g
+    if expr.is_Add:
+        mono, g = None, {}
+        for a in expr.args:
+            m, h = _form(a)
+            if not h:
+                continue
+            if mono is not None and m != mono:
+                raise _NoForm
+            mono, g = m, _gadd(g, h)
+        return (mono if mono is not None else sympy.Integer(1)), g
+    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
+        m, h = _form(expr.base)
+        g = {Fraction(0): (Fraction(1), Fraction(0))}
+        for _ in range(int(expr.exp)):
+            g = _gmul(g, h)
+        return m ** expr.exp, g
+    raise _NoForm
+
+
+def _uniform(forms):
+    """The common monomial of the nonzero entries (raise :class:`_NoForm` if they differ)."""
+    mono = None
+    for m, g in forms:
+        if g:
+            if mono is not None and m != mono:
+                raise _NoForm
+            mono = m
+    return mono
+
+
+# ------------------------------------------------------------------------------------------
+# Batches of group elements as integer arrays: exponent E (in [0, 2L)), real part R, imaginary
+# part I, each [..., T]; empty slots have R = I = 0.  All elements of a batch share one
+# (implicit) positive denominator, so equal arrays mean equal elements.
+
+
+def _to_arrays(elems, L: int):
+    """Integer arrays [len(elems), T] for group dicts, and the common denominator used."""
+    den = 1
+    for g in elems:
+        for r, i in g.values():
+            den = lcm(den, r.denominator, i.denominator)
+    T = max([len(g) for g in elems] + [1])
+    E = np.zeros((len(elems), T), np.int64)
+    R = np.zeros((len(elems), T), np.int64)
+    I = np.zeros((len(elems), T), np.int64)
+    for n, g in enumerate(elems):
+        for t, (q, (r, i)) in enumerate(sorted(g.items())):
+            e = q * L
+            if e.denominator != 1:
+                raise _NoForm
+            rr, ii = int(r * den), int(i * den)
+            if max(abs(rr), abs(ii)) >= 2**30:
+                raise _NoForm  # the products are checked again in _mul
+            E[n, t], R[n, t], I[n, t] = int(e) % (2 * L), rr, ii
+    return E, R, I
+
+
+def _mul(X, Y, L):
+    """Termwise products of broadcast batches X [..., T1] and Y [..., T2] -> [..., T1 * T2]."""
+    (Ex, Rx, Ix), (Ey, Ry, Iy) = X, Y
+    bx = max(int(np.abs(Rx).max(initial=0)), int(np.abs(Ix).max(initial=0)))
+    by = max(int(np.abs(Ry).max(initial=0)), int(np.abs(Iy).max(initial=0)))
+    if 2 * bx * by * max(1, Ex.shape[-1] * Ey.shape[-1]) * 4 >= _LIMIT:
+        raise _NoForm  # the products (and their sums over a few rows) could leave int64
+    E = (Ex[..., :, None] + Ey[..., None, :]) % (2 * L)
+    R = Rx[..., :, None] * Ry[..., None, :] - Ix[..., :, None] * Iy[..., None, :]
+    I = Rx[..., :, None] * Iy[..., None, :] + Ix[..., :, None] * Ry[..., None, :]
+    shp = E.shape[:-2] + (E.shape[-2] * E.shape[-1],)
+    return E.reshape(shp), R.reshape(shp), I.reshape(shp)
+
+
+def _canon(E, R, I, L, width):
+    """Canonical rows [N, width] of a batch [N, T]: exponents reduced to [0, L/2) by
+    ``X^{L/2} = i``, terms with equal exponents collected, zero coefficients dropped, exponents
+    ascending, padded with (L/2, 0, 0)."""
+    N, T = E.shape
+    half = L // 2
+    quarter, E = E // half, E % half
+    cr = np.array([1, 0, -1, 0], np.int64)[quarter]
+    ci = np.array([0, 1, 0, -1], np.int64)[quarter]
+    R, I = R * cr - I * ci, R * ci + I * cr
+    for A in (R, I):
+        if A.size and int(np.abs(A).max()) >= _LIMIT // max(T, 1):
+            raise _NoForm
+    order = np.argsort(E, axis=1, kind="stable")  # rows stay in order: the flat keys are sorted
+    E, R, I = (np.take_along_axis(A, order, axis=1) for A in (E, R, I))
+    k = (np.arange(N, dtype=np.int64)[:, None] * half + E).ravel()
+    r, i = R.ravel(), I.ravel()
+    oE = np.full((N, width), half, np.int64)
+    oR = np.zeros((N, width), np.int64)
+    oI = np.zeros((N, width), np.int64)
+    if k.size == 0:
+        return oE, oR, oI
+    start = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    rs, is_, ks = np.add.reduceat(r, start), np.add.reduceat(i, start), k[start]
+    keep = (rs != 0) | (is_ != 0)
+    rs, is_, ks = rs[keep], is_[keep], ks[keep]
+    rows, ex = ks // half, ks % half
+    counts = np.bincount(rows, minlength=N)
+    pos = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    if counts.size and int(counts.max()) > width:
+        raise AssertionError("canonical width exceeded")
+    oE[rows, pos], oR[rows, pos], oI[rows, pos] = ex, rs, is_
+    return oE, oR, oI
+
+
+def _intern(keys: np.ndarray, table: dict, reps: list, rep_of) -> np.ndarray:
+    """Global ids of the rows of ``keys`` (equal rows, equal ids), extending ``table``."""
+    keys = np.ascontiguousarray(keys)
+    void = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
+    uniq, first, inverse = np.unique(void, return_index=True, return_inverse=True)
+    gid = np.empty(len(uniq), np.int64)
+    for u, (b, f) in enumerate(zip(uniq, first)):
+        b = b.tobytes()
+        g = table.get(b)
+        if g is None:
+            g = table[b] = len(reps)
+            reps.append(rep_of(int(f)))
+        gid[u] = g
+    return gid[inverse.ravel()]
+
+
+# ------------------------------------------------------------------------------------------
+
+
+class Structure:
+    """The exact sharing pattern of one attention layer's input-independent heads.
+
+    ``heads``: the head indices covered; ``cls[a, j]``: row class of row ``j`` of head
+    ``heads[a]``; ``ids[c, k]``: score id of key ``k`` in class ``c``; ``class_rep[c] = (a, j)``;
+    ``score_rep[s] = (c, k)``; ``group[c]``: normaliser group of class ``c``; ``group_rep[g]``: a
+    class of group ``g``.
+    """
+
+    def __init__(self, heads, cls, ids, class_rep, score_rep, group, group_rep):
+        self.heads = tuple(heads)
+        self.index = {h: a for a, h in enumerate(self.heads)}
+        self.cls, self.ids = cls, ids
+        self.class_rep, self.score_rep = class_rep, score_rep
+        self.group, self.group_rep = group, group_rep
+
+    def __repr__(self):
+        return (f"Structure({len(self.heads)} heads x {self.cls.shape[1]} rows: {len(self.class_rep)} row "
+                f"classes, {len(self.score_rep)} distinct scores, {len(self.group_rep)} normalisers)")
+
+
+def structure(layer, tokens, heads, is_zero=None, chunk_rows: int = 1 << 18):
+    """The :class:`Structure` of ``heads`` of ``layer`` (softmax) for exact ``tokens`` (a ``D x n``
+    matrix whose rows read by the heads' ``W_Q``, ``W_K`` hold the exact token values), or None
+    when a weight is outside the forms handled (then nothing is shared).  ``is_zero`` decides
+    which weights are exactly zero (the rows read are those with a nonzero weight)."""
+    if layer.kind != "softmax" or not heads:
+        return None
+    try:
+        return _structure(layer, tokens, list(heads), is_zero or _is_zero, chunk_rows)
+    except _NoForm:
+        return None
+
+
+def _structure(layer, tokens, heads, is_zero, chunk_rows):
+    n = len(tokens[0])
+    read = sorted({c for h in heads for W in (layer.heads[h].W_Q, layer.heads[h].W_K)
+                   for row in W for c, v in enumerate(row) if not is_zero(v)})
+    r = len(read)
+    if r == 0:
+        return None
+    tok = [[_form(tokens[c][j]) for j in range(n)] for c in read]
+    if _uniform([f for row in tok for f in row]) not in (None, sympy.Integer(1)):
+        raise _NoForm  # named constants in the tokens: keep it simple
+    Bs = []
+    for h in heads:
+        hd = layer.heads[h]
+        fq = [[_form(v) for v in (row[c] for c in read)] for row in hd.W_Q]
+        fk = [[_form(v) for v in (row[c] for c in read)] for row in hd.W_K]
+        _uniform([f for row in fq for f in row])
+        _uniform([f for row in fk for f in row])
+        B = [[{} for _ in range(r)] for _ in range(r)]
+        for a in range(len(fq)):
+            for x in range(r):
+                if not fq[a][x][1]:
+                    continue
+                for y in range(r):
+                    if fk[a][y][1]:
+                        B[x][y] = _gadd(B[x][y], _gmul(fq[a][x][1], fk[a][y][1]))
+        Bs.append(B)
+    L = 2
+    for g in [f[1] for row in tok for f in row] + [e for B in Bs for row in B for e in row]:
+        for q in g:
+            L = lcm(L, q.denominator)
+    if L > 2**30 or L * len(heads) * n * r > 2**60:
+        raise _NoForm  # exponents and flat sort keys must stay in int64
+    TE, TR, TI = _to_arrays([f[1] for row in tok for f in row], L)
+    Tt = TE.shape[1]
+    T = tuple(A.reshape(r, n, Tt) for A in (TE, TR, TI))
+    BE, BR, BI = _to_arrays([e for B in Bs for row in B for e in row], L)
+    Tb = BE.shape[1]
+    Bm = tuple(A.reshape(len(heads), r, r, Tb) for A in (BE, BR, BI))
+    H = len(heads)
+
+    # row classes: u_{h,j}[y] = sum_x t_j[x] B_h[x][y]
+    Wu = r * Tt * Tb
+    per = max(1, chunk_rows // max(1, n * r * Wu))
+    cls = np.empty((H, n), np.int64)
+    class_table: dict = {}
+    class_rep: list = []
+    class_u: list = []
+    for a0 in range(0, H, per):
+        a1 = min(H, a0 + per)
+        Tx = tuple(A[None, :, :, None, :] for A in T)  # [1, x, j, 1, Tt]
+        Bx = tuple(A[a0:a1, :, None, :, :] for A in Bm)  # [h, x, 1, y, Tb]
+        E, R, I = _mul(Tx, Bx, L)  # [h, x, j, y, Tt*Tb]
+        E, R, I = (np.moveaxis(A, 1, 3).reshape((a1 - a0) * n * r, Wu) for A in (E, R, I))
+        E, R, I = _canon(E, R, I, L, Wu)
+        keys = np.concatenate([A.reshape((a1 - a0) * n, r * Wu) for A in (E, R, I)], axis=1)
+
+        def rep(f, a0=a0, keys=keys):
+            class_u.append(keys[f])
+            return (a0 + f // n, f % n)
+
+        cls[a0:a1] = _intern(keys, class_table, class_rep, rep).reshape(a1 - a0, n)
+    C = len(class_rep)
+    U = np.array(class_u).reshape(C, 3, r, Wu)
+    used = (U[:, 1] != 0) | (U[:, 2] != 0)  # canonical terms are packed to the left
+    tu = max(1, int(used.any(axis=(0, 1)).nonzero()[0].max() + 1) if used.any() else 1)
+    Uc = tuple(U[:, t, :, :tu] for t in range(3))  # [C, y, tu]
+    Wu = tu
+
+    # score ids: s_{c,k} = sum_y u_c[y] t_k[y]
+    Ws = r * Wu * Tt
+    per = max(1, chunk_rows // max(1, n * Ws))
+    ids = np.empty((C, n), np.int64)
+    score_table: dict = {}
+    score_rep: list = []
+    for c0 in range(0, C, per):
+        c1 = min(C, c0 + per)
+        Ux = tuple(A[c0:c1, :, None, :] for A in Uc)  # [c, y, 1, Wu]
+        Tx = tuple(A[None, :, :, :] for A in T)  # [1, y, k, Tt]
+        E, R, I = _mul(Ux, Tx, L)  # [c, y, k, Wu*Tt]
+        E, R, I = (np.moveaxis(A, 1, 2).reshape((c1 - c0) * n, Ws) for A in (E, R, I))
+        E, R, I = _canon(E, R, I, L, Ws)
+        keys = np.concatenate([E, R, I], axis=1)
+        ids[c0:c1] = _intern(keys, score_table, score_rep,
+                             lambda f, c0=c0: (c0 + f // n, f % n)).reshape(c1 - c0, n)
+
+    # normaliser groups: equal multisets of score ids (rows that are exact permutations)
+    srt = np.sort(ids, axis=1)
+    group_table: dict = {}
+    group_rep: list = []
+    group = _intern(srt, group_table, group_rep, lambda f: f)
+    return Structure(heads, cls, ids, class_rep, score_rep, group, group_rep)
+
+
+def _is_zero(v) -> bool:
+    if isinstance(v, sympy.Basic):
+        return v.is_zero is True
+    return v == 0
