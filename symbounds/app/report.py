@@ -249,7 +249,8 @@ def interp_text(res: InterpResult, digits: int = DIGITS) -> str:
         + f"  blocks L={sz['blocks']} = {f['construction_text']} (K={f['K']})"
         f"  paper {f['paper_text']} = {f['paper']}  token-wise ResNet: {sz['resnet_blocks']}",
         f"          width {sz['width']}  parameters {sz['params_dense']} dense, {sz['params_nonzero']} nonzero"
-        f" (bound (10d+8)L = {sz['params_bound']})  largest bits: numerator {sz['max_numerator_bits']},"
+        f" (the non-zero count's guide (10d+8)L = {sz['params_bound']}; not a claim)"
+        f"  largest bits: numerator {sz['max_numerator_bits']},"
         f" denominator {sz['max_denominator_bits']}",
         f"          ||theta*||^2 = {decimal(res.theta_norm_sq, digits)} (exact rational, {res.theta_norm_sq.denominator.bit_length()}"
         "-bit denominator)",

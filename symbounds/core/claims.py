@@ -288,7 +288,8 @@ def decide(ctx: Context, m: Measured) -> ClaimResult:
         context, prec = ctx.name, ctx.prec
     fmt = lambda v: "" if v is None or isinstance(v, bool) else ctx.to_str(v)
     keep = lambda v: v if ctx.rigorous and not isinstance(v, bool) else None
-    return ClaimResult(m.id, m.statement, context, prec, verdict, fmt(m.lhs), fmt(m.rhs), m.scope, m.note,
+    rhs = "0" if m.relation == "zero" else fmt(m.rhs)  # "x = 0": the right side is an exact 0
+    return ClaimResult(m.id, m.statement, context, prec, verdict, fmt(m.lhs), rhs, m.scope, m.note,
                        m.relation, keep(m.lhs), keep(m.rhs), m.claim)
 
 
@@ -339,8 +340,9 @@ NAN_NOTE = ("its enclosure is NaN at two successive precisions (an undefined or 
 def escalate(measure, prec: int, max_prec: int, progress=None, exact=None):
     """Run ``measure(ctx) -> list[Measured]`` in ball contexts of doubling precision.
 
-    ``exact(claim_id) -> True | False | None`` is a last resort for claims still undecided at
-    ``max_prec`` (an inequality that holds with equality can never be decided by balls of
+    ``exact(claim_id) -> True | False | None`` (or ``(verdict, lhs, rhs)`` with the two sides as
+    exact rationals, which then replace the balls in the report) is tried for a claim the first
+    time it is undecided (an inequality that holds with equality can never be decided by balls of
     nonzero radius, but may be decided in exact arithmetic).
 
     A claim whose measurement is NaN (a side is a non-finite ball) at two successive precisions
@@ -390,9 +392,15 @@ def escalate(measure, prec: int, max_prec: int, progress=None, exact=None):
                 if r.verdict == "undecided" and i not in tried:
                     tried.add(i)
                     t = exact(i)
+                    sides = None
+                    if isinstance(t, tuple):  # (verdict, lhs, rhs): the exact sides, to print
+                        t, sides = t[0], t[1:]
                     if t is not None:
                         r.verdict = _RIGOROUS[t]
                         r.context, r.prec = "exact", None
+                        if sides is not None:
+                            r.lhs, r.rhs = (str(v) for v in sides)
+                            r.lhs_value, r.rhs_value = (as_fraction(v) for v in sides)
         if progress is not None:
             progress(p)
         open_ = [i for i in order if results[i].verdict == "undecided" and i not in hopeless]

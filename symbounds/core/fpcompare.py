@@ -65,8 +65,9 @@ def _arb_of(ctx_other: Context, v) -> flint.arb | None:
     if hasattr(v, "man_exp"):  # an mpf of any mpmath context
         if not mpmath.isfinite(v):
             return None
-        man, exp = v.man_exp  # v = man * 2^exp exactly
-        return flint.arb(flint.fmpz(int(man))) * flint.arb(2) ** int(exp)
+        man, exp = abs(v).man_exp  # |v| = man * 2^exp exactly (mpmath keeps the sign apart)
+        r = flint.arb(flint.fmpz(int(man))) * flint.arb(2) ** int(exp)
+        return -r if v < 0 else r
     return None
 
 

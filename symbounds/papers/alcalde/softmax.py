@@ -255,7 +255,8 @@ def certify_softmax(con, prec: int = 256, max_prec: int = 4096, model: Transform
         conclude(CLAIMS["X1"], holds[status], "ball", p, problem),
         conclude(CLAIMS["X2"], seg_ok, "exact", None, seg_note),
         conclude(CLAIMS["I1"], True if exact else (False if away else None), "ball+exact", p,
-                 f"plain ball evaluation to the end: max distance to the nearest target {worst}"
+                 f"for refutation only, a plain ball evaluation to the end (wide by the dependency problem, not an "
+                 f"error: X1 and X2 are the proof): max distance to the nearest target {worst}"
                  + (f"; {away}" if away else ""), "output set of every sequence equals its target set (X1 and X2)"),
     ]
     cl += al.size_claims(con)

@@ -258,7 +258,7 @@ def measure_constants(ctx: Context, K: Constants, model: Transformer, num: _Num 
     return out
 
 
-def decide_exactly(K: Constants, model: Transformer, cid: str) -> bool | None:
+def decide_exactly(K: Constants, model: Transformer, cid: str):
     """Decide a constant-level claim in exact arithmetic (SymPy), for the cases where it holds with
     equality and no ball can tell.  Only claims declared ``exact_retry`` (no eta/lambda, whose
     definitions SymPy would try to "simplify" at great cost) are attempted."""
@@ -268,6 +268,9 @@ def decide_exactly(K: Constants, model: Transformer, cid: str) -> bool | None:
         subs = {SYM["M_g"]: K.defs[SYM["M_g"]]}
         diff = sympy.expand((rhs - lhs).xreplace(subs))
         if diff.is_Rational:
+            sides = [sympy.expand(v.xreplace(subs)) for v in (lhs, rhs)]
+            if all(v.is_Rational for v in sides):  # both sides exact: report them (e.g. 1/20 <= 1/20)
+                return bool(diff >= 0), sides[0], sides[1]
             return bool(diff >= 0)
         return None
     return None
@@ -305,7 +308,7 @@ def measure_assumptions(ctx: Context, K: Constants, per_axis: int | None = None)
         out = [CLAIMS["A1"].measured(gmax, num_B, statement=f"|g| <= B on a {per_axis}^{d} grid")]
         if worst is not None:
             out.append(CLAIMS["A2"].measured(
-                worst, ctx.zero, statement=f"|g(x)-g(y)| <= C_H |x-y|^alpha on axis pairs of a {per_axis}^{d} grid"))
+                worst, ctx.zero, statement=f"max over axis pairs of a {per_axis}^{d} grid of |g(x)-g(y)| - C_H |x-y|^alpha <= 0"))
     return out
 
 
