@@ -33,6 +33,7 @@ from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
 from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders, instance, number, point
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
+from .tikhonov_cli import add_tikhonov_arguments, run_tikhonov
 from .report import (
     interp_json,
     interp_text,
@@ -119,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
     add_plot_arguments(sub.add_parser(
         "plot", help="draw a sweep table (error, size against eps) or the leakage against M, to PNG or PDF"))
+    add_tikhonov_arguments(sub.add_parser(
+        "tikhonov", help="[AFZ25] regularised training (PyTorch, extra 'train') beside its certified threshold"))
     return p
 
 
@@ -134,6 +137,10 @@ def _plot(args) -> int:
         return run_plot(args)
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0]) from None
+
+
+def _tikhonov(args) -> int:
+    return run_tikhonov(args)
 
 
 def _rate(args) -> int:
@@ -410,7 +417,7 @@ def main(argv=None) -> int:
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
-                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten}
+                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "tikhonov": _tikhonov}
         return commands[args.command](args)
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

@@ -314,3 +314,23 @@ def slope(eps: list, losses: list) -> float | None:
     if sxx == 0:
         return None
     return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
+
+
+def construction_summary(ds: Dataset) -> dict:
+    """symbounds' own exact interpolant for the same dataset (hardmax, compressed; docs/alcalde.md,
+    The construction), proved by :func:`symbounds.papers.alcalde.run.run`: its blocks, parameters
+    and ``||theta*||^2`` -- the run's convention (weights and biases, skips excluded) and, beside
+    it, with the skip weights added (the trained class's convention)."""
+    from .run import run
+
+    res = run(ds)
+    skips = sum((Fraction(v) ** 2 for name, v in res.model.weight_arrays() if name.endswith(".skip")), Fraction(0))
+    return {
+        "verdict": str(res.verdict),
+        "blocks": res.sizes["blocks"],
+        "params_dense": res.sizes["params_dense"],
+        "params_nonzero": res.sizes["params_nonzero"],
+        "theta_norm_sq": decimal(res.theta_norm_sq),
+        "theta_norm_sq_with_skips": decimal(res.theta_norm_sq + skips),
+        "seconds": round(sum(res.timings.values()), 3),
+    }
