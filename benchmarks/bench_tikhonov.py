@@ -5,6 +5,7 @@ beside the certified threshold ``eps ||theta*||^2`` of the teacher, each run cer
     python benchmarks/bench_tikhonov.py fig1b --decay coupled --warm  # the authors' script
     python benchmarks/bench_tikhonov.py fig1b --decay decoupled       # fresh starts, eps ||theta||^2
     python benchmarks/bench_tikhonov.py fig1b --scale 0.1             # a tenth of the epochs
+    python benchmarks/bench_tikhonov.py figure --fig1a A.json ... --fig1b B.json ... --out FIG.png
 
 Fig. 1b uses the authors' schedule: 5,000, 10,000 and 50,000 epochs for eps = 1e-1, 1e-2, 1e-3
 (in that order, which matters with --warm).  Each case writes one JSON file (``--out``, default
@@ -32,7 +33,23 @@ CASES = {
 }
 
 
+def figure(argv) -> None:
+    """Fig. 1a (left: the loss traces of the --fig1a files) and 1b (right: min loss against eps of
+    the --fig1b files) in one PNG."""
+    from symbounds.app.plot import plot_tikhonov, save_figure
+
+    ap = argparse.ArgumentParser(prog="bench_tikhonov.py figure")
+    ap.add_argument("--fig1a", nargs="+", required=True)
+    ap.add_argument("--fig1b", nargs="+", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    load = lambda paths: [json.load(open(p)) for p in paths]
+    save_figure(plot_tikhonov(load(a.fig1a), load(a.fig1b)), a.out)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["figure"]:
+        return figure(sys.argv[2:])
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(CASES))
     ap.add_argument("--decay", choices=tt.DECAYS, default="coupled")
@@ -59,10 +76,11 @@ def main() -> None:
     rows = tt.summarise(data, runs)
     mins = [r["min_loss"] for r in rows]
     out = {
-        "case": a.case, "decay": a.decay, "warm": a.warm, "seed": a.seed, "scale": a.scale,
+        "case": a.case, "decay": a.decay, "warm": a.warm, "warm_start": a.warm, "seed": a.seed, "scale": a.scale,
         "torch": torch.__version__, "threads": torch.get_num_threads(),
         "teacher": check.as_dict(), "teacher_check_seconds": round(t_check, 3),
         "theta_star_sq": str(data.theta_star_sq), "theta_star_sq_float": float(data.theta_star_sq),
+        "theta_star_sq_decimal": str(float(data.theta_star_sq)),
         "train_seconds": round(t_train, 2), "slope": tk.slope([r.eps for r in runs], mins), "runs": rows,
     }
     path = a.out or f"tikhonov_{a.case}_{a.decay}_{'warm' if a.warm else 'fresh'}.json"

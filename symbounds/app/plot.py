@@ -340,8 +340,9 @@ def _tikhonov_label(res: dict) -> str:
     return f"{res['decay']}, {'warm' if res['warm_start'] else 'fresh'}"
 
 
-def plot_tikhonov(results: list[dict]):
-    """[AFZ25] Fig. 1 from ``symbounds tikhonov`` results (one per penalty convention and start).
+def plot_tikhonov(results: list[dict], eps_results: list[dict] | None = None):
+    """[AFZ25] Fig. 1 from ``symbounds tikhonov`` results (one per penalty convention and start;
+    ``eps_results``, when given, feed the right panel instead of ``results``).
 
     Left (Fig. 1a): the training loss against epochs (log-log), one line per run, with the
     certified threshold ``eps ||theta*||^2`` of its ``eps`` dashed in the same colour (the line the
@@ -363,16 +364,20 @@ def plot_tikhonov(results: list[dict]):
             ax.plot(ep, [p[1] for p in r["trace"]], "-", color=col, lw=1.2,
                     label=f"eps={r['eps_float']:g} ({_tikhonov_label(res)})")
             ax.axhline(r["threshold_float"], color=col, ls="--", lw=0.9)
+            if r.get("penalty_weight") != r["eps"] and r.get("penalty_threshold"):
+                ax.axhline(float(r["penalty_threshold"]), color=col, ls=":", lw=0.9)
             if r["crossing_epoch"] is not None:
                 ax.plot([r["crossing_epoch"]], [r["threshold_float"]], "o", color=col, ms=5)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("epoch")
     ax.set_ylabel("training loss  (1/N) Σ_j d_H(T(X^j), y^j)²")
-    ax.set_title(f"(a) loss; dashed: eps·‖θ*‖², ‖θ*‖² = {star}", fontsize=9)
+    ax.set_title(f"(a) training loss; dashed: eps·‖θ*‖², dotted (coupled decay): eps·‖θ*‖²/2; "
+                 f"‖θ*‖² = {float(star):.4g}", fontsize=8)
     ax.legend(fontsize=7)
+    results = results if eps_results is None else eps_results
     eps_all = sorted({r["eps_float"] for res in results for r in res["runs"]})
-    for i, res in enumerate(results):
+    for res in results:
         rs = sorted(res["runs"], key=lambda r: r["eps_float"])
         bx.plot([r["eps_float"] for r in rs], [r["min_loss"] for r in rs], "o-",
                 label=f"min loss ({_tikhonov_label(res)}), slope "
