@@ -43,7 +43,13 @@ def figure(argv) -> None:
     ap.add_argument("--fig1b", nargs="+", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    load = lambda paths: [json.load(open(p)) for p in paths]
+    def load(paths):
+        out = []
+        for p in paths:
+            with open(p) as f:
+                out.append(json.load(f))
+        return out
+
     save_figure(plot_tikhonov(load(a.fig1a), load(a.fig1b)), a.out)
 
 

@@ -33,7 +33,6 @@ from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
 from .args import Bar, Parser, UsageError, add_instance_args, check_out_folders, instance, number, point
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
-from .tikhonov_cli import add_tikhonov_arguments, run_tikhonov
 from .report import (
     interp_json,
     interp_text,
@@ -42,6 +41,7 @@ from .report import (
     tighten_json,
     tighten_text,
 )
+from .tikhonov_cli import add_tikhonov_arguments, run_tikhonov
 
 __all__ = ["main"]
 

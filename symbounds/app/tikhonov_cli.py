@@ -25,7 +25,6 @@ import time
 from fractions import Fraction
 
 from ..core.exact import NumberError, decimal, parse_number
-from ..core.files import atomic_write
 from .args import Bar, UsageError, check_out_folders
 
 __all__ = ["add_tikhonov_arguments", "run_tikhonov", "tikhonov_result", "tikhonov_json", "tikhonov_text"]
@@ -144,8 +143,8 @@ def tikhonov_result(data, check, runs, rows, construction, decay, warm) -> dict:
         "construction": construction,
         "decay": decay,
         "warm_start": warm,
-        "penalty": "(eps/2)||theta||^2 (Adam weight_decay=eps)" if decay == "coupled"
-        else "eps||theta||^2 in the objective (plain Adam)",
+        "penalty": ("(eps/2)||theta||^2 (Adam weight_decay=eps)" if decay == "coupled"
+                    else "eps||theta||^2 in the objective (plain Adam)"),
         "slope": tk.slope([r.eps for r in runs], mins),
         "runs": rows,
     }
@@ -159,11 +158,11 @@ def tikhonov_text(res: dict) -> str:
     ds = res["dataset"]
     c = res["construction"]
     lines = [
-        f"symbounds tikhonov: [AFZ25] regularised training, N={ds['N']} sequences of n={ds['n']} tokens "
-        f"in d={ds['d']} (seed {ds['seed']})",
+        (f"symbounds tikhonov: [AFZ25] regularised training, N={ds['N']} sequences of n={ds['n']} tokens "
+         f"in d={ds['d']} (seed {ds['seed']})"),
         f"teacher interpolates exactly (exact rationals): {res['teacher']['verdict']}",
-        f"||theta*||^2 (teacher; {', '.join(res['parameters']['names'])}; {res['parameters']['count']} parameters) "
-        f"= {res['theta_star_sq_decimal']}",
+        (f"||theta*||^2 (teacher; {', '.join(res['parameters']['names'])}; {res['parameters']['count']} parameters) "
+         f"= {res['theta_star_sq_decimal']}"),
     ]
     if c:
         lines.append(f"symbounds' construction for the same data: {c['blocks']} blocks, {c['params_nonzero']} nonzero "
@@ -190,7 +189,7 @@ def tikhonov_text(res: dict) -> str:
 def run_tikhonov(args) -> int:
     eps, epochs, (N, n, d) = _validate(args)
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         raise UsageError("PyTorch is not installed: pip install 'symbounds[train]'") from None
     from ..papers.alcalde import tikhonov as tk

@@ -57,6 +57,10 @@ __all__ = [
     "parameter_count",
     "certify_trained",
     "Certified",
+    "params_from_floats",
+    "slope",
+    "construction_summary",
+    "WIDTH",
 ]
 
 #: The trainable tensors of the one-block class, in order (no output bias b2: the authors' model).

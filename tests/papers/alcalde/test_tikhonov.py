@@ -170,3 +170,18 @@ def test_missing_torch_names_the_extra(monkeypatch, capsys):
     assert main(["tikhonov", "--epochs", "5"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "symbounds[train]" in err
+
+
+def test_exact_softmax_of_zero_scores_is_the_uniform_average(small):
+    """The teacher's attention: all scores are exact zeros, so the exact context gives every
+    weight exactly 1/n (no exp is evaluated) and every token becomes the sequence mean."""
+    from flint import fmpq
+
+    from symbounds.core.contexts import ExactContext
+    from symbounds.core.transformer import forward
+
+    X = small.dataset.inputs[0]
+    _, tr = forward(ExactContext(), tk.teacher_model(small.teacher), [list(c) for c in zip(*X)], trace=True)
+    assert all(w == fmpq(1, 9) for row in tr.attention[0][0] for w in row)
+    mean = [sum(x[r] for x in X) / 9 for r in range(4)]
+    assert all(F(int(v.p), int(v.q)) == mean[r] for r in range(4) for v in tr.Z[1][r])
