@@ -49,6 +49,7 @@ from .catalogue_cli import add_prove_arguments, run_prove
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
 from .report import interp_json, interp_text, pou_json, pou_text, tighten_json, tighten_text
+from .tikhonov_cli import add_tikhonov_arguments, run_tikhonov
 from .usermodel import MODEL_COMMANDS, add_model_certify_arguments, add_model_commands, run_model_certify
 
 __all__ = ["main"]
@@ -135,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
         "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
     add_plot_arguments(sub.add_parser(
         "plot", help="draw a sweep table (error, size against eps) or the leakage against M, to PNG or PDF"))
+    add_tikhonov_arguments(sub.add_parser(
+        "tikhonov", help="[AFZ25] regularised training (PyTorch, extra 'train') beside its certified threshold"))
     return p
 
 
@@ -150,6 +153,10 @@ def _plot(args) -> int:
         return run_plot(args)
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0]) from None
+
+
+def _tikhonov(args) -> int:
+    return run_tikhonov(args)
 
 
 def _rate(args) -> int:
@@ -472,7 +479,7 @@ def main(argv=None) -> int:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
                     "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "prove": run_prove,
-                    **MODEL_COMMANDS}
+                    "tikhonov": _tikhonov, **MODEL_COMMANDS}
         return commands[args.command](args)
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

@@ -29,6 +29,10 @@ STAND_INS = {
         "symbounds sweep --eps 1/2,1/4 --holder 1 --bound 1 --target \"sin(x1)/2\" --out table.csv",
     "symbounds plot --kind leakage --M-values 500,1743,10000,100000 --context fp --out leakage.png":
         "symbounds plot --kind leakage --eps 1/2 --M-values 500,100000 --context fp --out leakage.png",
+    "symbounds tikhonov --eps 1e-4 --epochs 50000 --plot fig1a.png":
+        "symbounds tikhonov --eps 1e-4 --epochs 30 --size 3,10,4 --plot fig1a.png",
+    "symbounds tikhonov --warm-start --epochs 5000,10000,50000 --plot fig1b.png":
+        "symbounds tikhonov --warm-start --epochs 10,20,30 --size 3,10,4 --plot fig1b.png",
 }
 
 #: exit codes the README states for a command (everything else: 0)
