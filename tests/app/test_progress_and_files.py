@@ -216,7 +216,7 @@ def test_ctrl_c_with_workers_is_one_line_and_exit_130(tmp_path, delay):
     hit prints its own traceback (or dies mid-message and the parent fails on the broken pipe),
     depending on when the interrupt lands: hence several moments."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true"}
-    p = subprocess.Popen([sys.executable, "-m", "symbounds", "certify", "--eps", "1/8", "--workers", "2", "--quiet"],
+    p = subprocess.Popen([sys.executable, "-m", "symbounds", "certify", "--eps", "1/20", "--workers", "2", "--quiet"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
                          start_new_session=True)
     deadline = time.monotonic() + 60
