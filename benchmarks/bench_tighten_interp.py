@@ -59,7 +59,7 @@ def blocks_table(quick):
         Ls, I1 = {}, []
         for variant in ("plain", "compressed"):
             con = al.build(ds, variant)
-            claims, exact = al.verify(con)
+            claims, _ = al.verify(con)
             Ls[variant] = con.blocks
             I1.append(next(str(c.verdict) for c in claims if c.id == "I1"))
             K = con.K

@@ -9,7 +9,8 @@ and the default target (a 2-Lipschitz sine, so it is also alpha-Hoelder with C_H
 (``sup |T - g| <= eps`` certified over the cube), both as certified passes with the value one
 resolution step below evaluated (``below_status``: ``fail`` is a certified failure), and the slack
 factors paper / minimum.  Then, per ``(d, alpha, constant)``, least-squares exponents ``k`` of
-``value ~ (1/eps)^k`` for the paper's values and each minimum, beside the paper's nominal exponent
+``value ~ (1/eps)^k`` for the paper's values and each minimum (tight minima only:
+:func:`symbounds.app.tighten_figures.exponent_fits`), beside the paper's nominal exponent
 (log factors dropped): ``M ~ P^2 ~ eps^(-2d/alpha)``, ``M_g ~ r_g^-2 ~ eps^(-2/alpha)``,
 ``m ~ r_g^-1 ~ eps^(-1/alpha)``.
 
@@ -27,12 +28,12 @@ import argparse
 import csv
 import io
 import json
-import math
 import time
 from fractions import Fraction
 
 import sympy
 
+from symbounds.app.tighten_figures import exponent_fits
 from symbounds.core.files import atomic_write
 from symbounds.papers import shi_liao as sl
 from symbounds.papers.shi_liao import tighten as tg
@@ -40,8 +41,6 @@ from symbounds.papers.shi_liao import tighten as tg
 EPS = ("1/2", "1/4", "1/8", "1/16", "1/32")
 DIMS = (1, 2)
 ALPHAS = ("1", "1/2")
-NOMINAL = {"M": lambda d, a: 2 * d / a, "Mg": lambda d, a: 2 / a, "grid": lambda d, a: 1 / a}
-NOMINAL_TEXT = {"M": "2d/alpha", "Mg": "2/alpha", "grid": "1/alpha"}
 COLUMNS = ("eps", "d", "alpha", "P", "constant", "paper", "proof_minimum", "proof_below_status", "proof_slack",
            "domain_minimum", "domain_below_status", "domain_slack", "note", "cpu_s", "wall_s")
 
@@ -62,37 +61,8 @@ def plan():
     return out
 
 
-def fit(eps_list, values):
-    """Least-squares slope of log(value) against log(1/eps) (None with fewer than two points)."""
-    pts = [(math.log(1 / float(Fraction(e))), math.log(float(v))) for e, v in zip(eps_list, values) if v is not None]
-    if len(pts) < 2:
-        return None
-    mx = sum(x for x, _ in pts) / len(pts)
-    my = sum(y for _, y in pts) / len(pts)
-    sxx = sum((x - mx) ** 2 for x, _ in pts)
-    return sum((x - mx) * (y - my) for x, y in pts) / sxx
-
-
-def fits(rows):
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault((r["d"], r["alpha"], r["constant"]), []).append(r)
-    out = []
-    for (d, a, c), rs in sorted(groups.items()):
-        rs.sort(key=lambda r: -Fraction(r["eps"]))
-        eps = [r["eps"] for r in rs]
-        f = lambda key: fit(eps, [None if r.get(key) is None else Fraction(r[key]) for r in rs])
-        entry = {"d": d, "alpha": a, "constant": c, "eps": eps,
-                 "paper_exponent": str(Fraction(NOMINAL[c](d, Fraction(a))).limit_denominator(100)),
-                 "paper_exponent_text": NOMINAL_TEXT[c],
-                 "paper_fitted": f("paper_exact"), "proof_fitted": f("proof_minimum"),
-                 "domain_fitted": f("domain_minimum")}
-        out.append(entry)
-    return out
-
-
 def write(prefix, rows, skipped, meta):
-    data = dict(meta, kind="tighten-sweep", rows=rows, fits=fits(rows), skipped=skipped)
+    data = dict(meta, kind="tighten-sweep", rows=rows, fits=exponent_fits(rows), skipped=skipped)
     atomic_write(prefix + ".json", json.dumps(data, indent=1) + "\n")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
@@ -109,7 +79,14 @@ def main():
     ap.add_argument("--resolution", default="1/20")
     ap.add_argument("--scan", type=int, default=2, help="halvings scanned first (the scan goes on while it passes)")
     ap.add_argument("--only", default=None, help="run only the first K feasible instances (a quick check)")
+    ap.add_argument("--refit", action="store_true", help="only rewrite OUT.json's exponent fits from its rows")
     a = ap.parse_args()
+    if a.refit:
+        with open(a.out + ".json", encoding="utf-8") as f:
+            data = json.load(f)
+        meta = {k: v for k, v in data.items() if k not in ("rows", "fits", "skipped", "kind")}
+        write(a.out, data["rows"], data["skipped"], meta)
+        return
     opts = tg.TightenOptions(resolution=Fraction(a.resolution), scan=a.scan)
     t_start, cpu_start = time.perf_counter(), time.process_time()
     meta = {"resolution": a.resolution, "scan": a.scan, "C_H": "2", "B": "2", "target": "default (2-Lipschitz sine)"}
@@ -162,7 +139,7 @@ def main():
     write(a.out, rows, skipped, meta)
     for s in skipped:
         print(f"skipped eps={s['eps']} d={s['d']} alpha={s['alpha']} P={s['P']}: {s['reason']}")
-    for f in fits(rows):
+    for f in exponent_fits(rows):
         print(f)
 
 

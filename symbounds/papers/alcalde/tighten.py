@@ -227,7 +227,7 @@ def _search(res: TauTightened, ev, cache: dict, R: Fraction, opts: TauOptions) -
             if oa.status == UNDECIDED:
                 res.note = "the step above tau* is undecided (neither a certified pass nor a certified failure)"
             return
-        res.flips.append((cache[hi] if hi in cache else oa, oa))
+        res.flips.append((cache.get(hi, oa), oa))
         lo = above
 
 
