@@ -72,6 +72,32 @@ def write(prefix, rows, skipped, meta):
     atomic_write(prefix + ".csv", buf.getvalue())
 
 
+def markdown(data) -> str:
+    """The table and the fits as Markdown (for BENCHMARKS.md)."""
+    out = ["| eps | d | alpha | P | constant | paper | proof min. | domain min. | slack proof | slack domain "
+           "| CPU (s) | wall (s) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in data["rows"]:
+        def cell(c):
+            v, status = r.get(c + "_minimum"), r.get(c + "_below_status")
+            if v is None:
+                return "-"
+            return v + ("" if status == "fail" else " (floor, not tight)" if status == "-" else f" (below: {status})")
+
+        out.append(f"| {r['eps']} | {r['d']} | {r['alpha']} | {r['P']} | {r['constant']} | {float(r['paper']):.6g} | "
+                   f"{cell('proof')} | {cell('domain')} | {r.get('proof_slack') or '-'} | {r.get('domain_slack') or '-'} "
+                   f"| {r['cpu_s']} | {r['wall_s']} |")
+    out += ["", "| d | alpha | constant | paper's exponent | fit: paper | fit: proof min. | fit: domain min. |",
+            "|---|---|---|---|---|---|---|"]
+    show = lambda v, n: "-" if v is None else f"{v:.2f} ({n})"
+    for f in data["fits"]:
+        out.append(f"| {f['d']} | {f['alpha']} | {f['constant']} | {f['paper_exponent']:g} ({f['paper_exponent_text']}) "
+                   f"| {show(f['paper_fitted'], f['points'])} | {show(f['proof_fitted'], f['proof_points'])} "
+                   f"| {show(f['domain_fitted'], f['domain_points'])} |")
+    out += ["", "Not run:"] + [f"- eps = {s['eps']}, d = {s['d']}, alpha = {s['alpha']} (P = {s['P']}): {s['reason']}"
+                               for s in data["skipped"]]
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tighten_sweep", help="write OUT.csv and OUT.json")
@@ -86,6 +112,8 @@ def main():
             data = json.load(f)
         meta = {k: v for k, v in data.items() if k not in ("rows", "fits", "skipped", "kind")}
         write(a.out, data["rows"], data["skipped"], meta)
+        with open(a.out + ".json", encoding="utf-8") as f:
+            print(markdown(json.load(f)))
         return
     opts = tg.TightenOptions(resolution=Fraction(a.resolution), scan=a.scan)
     t_start, cpu_start = time.perf_counter(), time.process_time()
