@@ -317,19 +317,15 @@ _PREAMBLE = r"""\documentclass[11pt]{article}
 
 
 def _tex_number(v, digits: int = 4) -> str:
+    """``v`` to ``digits`` significant digits, trailing zeros dropped (``3.6``, ``1``, ``1.2\\times 10^{9}``)."""
     if v is None:
         return "--"
     q = _num(v, "value") if not isinstance(v, (Fraction, int, float)) else v
-    x = float(q)
-    if x == 0:
-        return "$0$"
-    if float(q).is_integer() and abs(x) < 1e7:
-        return f"${int(x)}$"
-    e = math.floor(math.log10(abs(x)))
-    if -3 <= e < 6:
-        return f"${x:.{max(0, digits - 1 - e)}f}$"
-    m = x / 10**e
-    return rf"${m:.{digits - 1}f}\times 10^{{{e}}}$"
+    text = f"{float(q):.{digits}g}"
+    if "e" in text:
+        mant, exp = text.split("e")
+        return rf"${mant}\times 10^{{{int(exp)}}}$"
+    return f"${text}$"
 
 
 def _frac_tex(text) -> str:
