@@ -295,8 +295,20 @@ def plot_tighten(table: dict | None, grid_map: dict | None = None):
     return fig
 
 
+#: Flags of ``plot`` / ``latex`` that define one [SL26] instance: a tighten table carries its own.
+_INSTANCE_FLAGS = {"d": "--d", "alpha": "--alpha", "holder": "--holder", "bound": "--bound", "eps": "--eps",
+                   "target": "--target", "M": "--M", "Mg": "--Mg", "M_values": "--M-values"}
+
+
+def _no_instance_flags(args, what: str) -> None:
+    for dest, flag in _INSTANCE_FLAGS.items():
+        if getattr(args, dest, None) is not None:
+            raise ValueError(f"{flag} does not apply to {what} (the table holds its instances)")
+
+
 def run_plot_tighten(args, save_figure) -> int:
     """``symbounds plot --kind tighten``: ``save_figure(fig, path)`` is :mod:`.plot`'s."""
+    _no_instance_flags(args, "--kind tighten")
     table = load_tighten_table(args.table) if args.table else None
     grid_map = load_map(args.map) if getattr(args, "map", None) else None
     save_figure(plot_tighten(table, grid_map), args.out)
@@ -418,6 +430,7 @@ def _tex_text(s) -> str:
 
 def run_latex_tighten(args) -> int:
     """``symbounds latex tighten --table T.json --out FILE.tex [--fragment]``."""
+    _no_instance_flags(args, "latex tighten")
     if not getattr(args, "table", None):
         raise ValueError("latex tighten needs --table T.json (a tighten sweep table or a tighten --json report)")
     atomic_write(args.out, tighten_latex(load_tighten_table(args.table), args.fragment))

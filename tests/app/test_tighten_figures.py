@@ -175,9 +175,13 @@ def _err(capsys, argv):
     lambda d: ["latex", "tighten", "--out", str(d / "x.tex")],
     lambda d: ["latex", "tighten", "--table", str(d / "bad.json"), "--out", str(d / "x.tex")],
     lambda d: ["latex", "tighten", "--table", str(d), "--out", str(d / "x.tex")],
+    lambda d: ["latex", "tighten", "--table", str(d / "T.json"), "--eps", "0.1", "--out", str(d / "x.tex")],
+    lambda d: ["plot", "--kind", "tighten", "--table", str(d / "T.json"), "--d", "2", "--out", str(d / "x.png")],
+    lambda d: ["plot", "--kind", "tighten", "--table", str(d / "T.json"), "--M-values", "5", "--out", str(d / "x.png")],
 ])
 def test_bad_input_exit_2(tmp_path, capsys, make):
     (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "T.json").write_text(json.dumps(_table()))
     (tmp_path / "norows.json").write_text(json.dumps({"kind": "tighten-sweep", "rows": []}))
     bad = _table()
     bad["rows"][0]["eps"] = "2"
