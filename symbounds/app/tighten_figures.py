@@ -311,7 +311,11 @@ def run_plot_tighten(args, save_figure) -> int:
     _no_instance_flags(args, "--kind tighten")
     table = load_tighten_table(args.table) if args.table else None
     grid_map = load_map(args.map) if getattr(args, "map", None) else None
-    save_figure(plot_tighten(table, grid_map), args.out)
+    fig = plot_tighten(table, grid_map)
+    try:
+        save_figure(fig, args.out)
+    finally:
+        _pyplot().close(fig)
     return 0
 
 
