@@ -15,7 +15,7 @@ import pytest
 from symbounds.app.cli import main
 from symbounds.core.contexts import MPContext
 from symbounds.papers.alcalde import tighten as tt
-from symbounds.papers.alcalde.dataset import random_dataset
+from symbounds.papers.alcalde.dataset import dataset_to_json, random_dataset
 from symbounds.papers.alcalde.softmax import ball_forward, build_softmax
 
 RANDOM = "2,4,2,2"
@@ -81,6 +81,18 @@ def test_text_report_names_both_sides(capsys):
     assert "tau used by the construction" in out and "1/64" in out
     assert "step above" in out and "refuted" in out
     assert out.strip().endswith("verdict: tight (tau* certified, the step above refuted)")
+
+
+def test_a_dataset_file_gives_the_same_tau_star(capsys, tmp_path):
+    ds = random_dataset(*map(int, RANDOM.split(",")), seed=0)
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(dataset_to_json(ds)))
+    runs = []
+    for src in (["--data", str(path)], ["--random", RANDOM]):
+        code, out, err = run_cli(capsys, "tighten", "--what", "tau", *src, "--resolution", "1/10", "--json", "--quiet")
+        assert code == 0, err
+        runs.append(json.loads(out))
+    assert runs[0]["tau_star"] == runs[1]["tau_star"] and runs[0]["dataset"]["source"] == str(path)
 
 
 def _synthetic(monkeypatch, status_of):
