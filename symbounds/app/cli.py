@@ -316,38 +316,60 @@ def add_tighten_arguments(t) -> None:
         "For each constant (M, M_g, the grid), the other constants derived, the smallest value with which every "
         "lemma and budget claim is still proved (proof) or sup |T - g| <= eps is still certified over the cube "
         "(domain): a certified pass, with the value one resolution step below refuted (a claim, or a "
-        "counterexample point).  Exit 0 when every minimum has a refuted step below, 3 otherwise, 2 on bad input.")
+        "counterexample point).  With --what tau (and --data or --random): the largest softmax temperature of "
+        "the interpolation construction [AFZ25] at which claims X1 and I1 are proved, the step above refuted.  "
+        "Exit 0 when every minimum has a refuted step below, 3 otherwise, 2 on bad input.")
     for flag, help_ in (("--d", "input dimension (default 1)"), ("--alpha", "Hoelder exponent in (0, 1] (default 1)"),
                         ("--holder", "Hoelder constant C_H > 0 (default 2)"), ("--bound", "sup-norm bound B > 0 (default 2)"),
                         ("--eps", "accuracy in (0, 1) (default 0.1)"),
                         ("--target", "target g as an expression in x1..xd (default: a 2-Lipschitz sine)")):
         t.add_argument(flag, type=int if flag == "--d" else str, default=None, help=help_)
     t.set_defaults(M=None, Mg=None)
-    t.add_argument("--what", default="M,Mg", help="comma-separated constants among M, Mg, grid (default M,Mg)")
-    t.add_argument("--criterion", default="both", choices=["proof", "domain", "both"],
+    t.add_argument("--what", default="M,Mg",
+                   help="comma-separated constants among M, Mg, grid (default M,Mg); or tau alone: the largest "
+                        "temperature of the softmax interpolation [AFZ25] that still certifies (with --data or --random)")
+    t.add_argument("--data", default=None, metavar="FILE.json", help="--what tau: dataset file (exact numbers)")
+    t.add_argument("--random", default=None, metavar="N,n,d,m", help="--what tau: seeded random dataset")
+    t.add_argument("--seed", type=int, default=None, help="--what tau: seed of the dataset and construction (default 0)")
+    t.add_argument("--criterion", default=None, choices=["proof", "domain", "both"],
                    help="proof: every lemma and budget claim proved; domain: sup |T - g| <= eps certified over the "
                         "cube; both (default; the grid has the domain criterion only)")
     t.add_argument("--resolution", default="1/100", help="relative resolution R in (0, 1/2) (default 1/100)")
-    t.add_argument("--scan", type=int, default=10, help="halvings below the derived value scanned first (default 10)")
-    t.add_argument("--prec", type=int, default=128, help="ball precision in bits (default 128)")
-    t.add_argument("--max-boxes", type=int, default=200_000, help="domain: boxes before a value is undecided")
+    t.add_argument("--scan", type=int, default=None, help="halvings below the derived value scanned first (default 10)")
+    t.add_argument("--prec", type=int, default=None, help="ball precision in bits (default 128; tau: 256)")
+    t.add_argument("--max-boxes", type=int, default=None, help="domain: boxes before a value is undecided (default 200000)")
     t.add_argument("--map", action="store_true",
                    help="also a grid of (M_g, M) pairs (with --what M,Mg --criterion domain)")
-    t.add_argument("--map-steps", type=int, default=8,
+    t.add_argument("--map-steps", type=int, default=None,
                    help="--map: values per axis, from the derived value down to half the minimum, log-spaced (default 8)")
     t.add_argument("--json", action="store_true", help="print one JSON object")
     t.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+#: ``tighten`` flags of the partition-of-unity constants that have no meaning for ``--what tau``, and back.
+_POU_ONLY = ("d", "alpha", "holder", "bound", "eps", "target", "criterion", "scan", "max_boxes", "map_steps")
+_TAU_ONLY = ("data", "random", "seed")
+
+
 def _tighten(args) -> int:
     what = [w.strip() for w in args.what.split(",") if w.strip()]
     if not what:
-        raise UsageError("--what: name at least one constant (M, Mg, grid)")
+        raise UsageError("--what: name at least one constant (M, Mg, grid) or tau")
     for w in what:
-        if w not in tg.CONSTANTS:
-            raise UsageError(f"--what: unknown constant {w[:40]!r} (use M, Mg, grid)")
+        if w not in tg.CONSTANTS + ("tau",):
+            raise UsageError(f"--what: unknown constant {w[:40]!r} (use M, Mg, grid, or tau)")
     what = list(dict.fromkeys(what))
+    if "tau" in what:
+        return _tighten_tau(args, what)
+    for k in _TAU_ONLY:
+        if getattr(args, k) is not None:
+            raise UsageError(f"--{k} applies to --what tau only (the interpolation construction)")
+    args.criterion = args.criterion or "both"
+    args.scan = 10 if args.scan is None else args.scan
+    args.prec = 128 if args.prec is None else args.prec
+    args.max_boxes = 200_000 if args.max_boxes is None else args.max_boxes
+    args.map_steps = 8 if args.map_steps is None else args.map_steps
     criteria = ["proof", "domain"] if args.criterion == "both" else [args.criterion]
     for w in what:
         if args.criterion != "both" and args.criterion not in tg.CRITERIA[w]:
@@ -402,9 +424,61 @@ def _tighten(args) -> int:
     return 0 if done else 3
 
 
+def _tighten_tau(args, what) -> int:
+    """``symbounds tighten --what tau``: the largest certified temperature of the softmax interpolation."""
+    from ..papers.alcalde import tighten as tt
+
+    if what != ["tau"]:
+        raise UsageError("--what tau cannot be combined with M, Mg or grid (another construction)")
+    for k in _POU_ONLY:
+        if getattr(args, k) is not None:
+            raise UsageError(f"--{k.replace('_', '-')} does not apply to --what tau (the interpolation construction)")
+    if args.map:
+        raise UsageError("--map does not apply to --what tau")
+    if (args.data is None) == (args.random is None):
+        raise UsageError("--what tau needs exactly one of --data FILE.json and --random N,n,d,m")
+    R = number(args.resolution, "--resolution")
+    if not (0 < R < Fraction(1, 2)):
+        raise UsageError(f"--resolution {args.resolution}: must lie strictly between 0 and 1/2")
+    prec = 256 if args.prec is None else args.prec
+    if not (MIN_PREC <= prec <= MAX_PREC_LIMIT):
+        raise UsageError(f"--prec {prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    seed = 0 if args.seed is None else args.seed
+    check_out_folders(args.out)
+    try:
+        ds = load_dataset(args.data) if args.data is not None else _random_interp_dataset(args.random, seed)
+    except DatasetError as e:
+        raise UsageError(str(e)) from None
+    source = args.data if args.data is not None else f"--random {args.random} --seed {seed}"
+    opts = tt.TauOptions(resolution=R, seed=seed, prec=prec, max_prec=max(prec, 4096))
+    bar = Bar(args, "cert")
+    try:
+        res = tt.tighten_tau(ds, opts, lambda done, total, label: bar(done, total, label))
+    finally:
+        bar.close()
+    text = json.dumps(tt.tau_json(ds, res, opts, source), indent=2) if args.json else tt.tau_text(ds, res, opts, source)
+    if args.out:
+        atomic_write(args.out, text + "\n")
+    if not args.out or args.json:
+        print(text)
+    return 0 if res.tight else 3
+
+
 #: ``--random`` limits: N * n tokens in all, and the dimension.
 INTERP_MAX_TOKENS = 2_000_000
 INTERP_MAX_D = 256
+
+
+def _random_interp_dataset(text: str, seed: int):
+    """The dataset of ``--random N,n,d,m`` (UsageError on a bad specification)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts):
+        raise UsageError(f"--random {text[:40]!r}: expected four positive integers N,n,d,m")
+    N, n, d, m = (int(p) for p in parts)
+    if N < 1 or n < 1 or not (2 <= d <= INTERP_MAX_D) or not (1 <= m <= n) or N * n > INTERP_MAX_TOKENS:
+        raise UsageError(f"--random {text}: need N, n >= 1, 2 <= d <= {INTERP_MAX_D}, 1 <= m <= n "
+                         f"and N*n <= {INTERP_MAX_TOKENS}")
+    return random_dataset(N, n, d, m, seed=seed)
 
 
 def _interp(args) -> int:
@@ -418,14 +492,7 @@ def _interp(args) -> int:
         if args.data is not None:
             ds = load_dataset(args.data)
         else:
-            parts = [p.strip() for p in args.random.split(",")]
-            if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts):
-                raise UsageError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
-            N, n, d, m = (int(p) for p in parts)
-            if N < 1 or n < 1 or not (2 <= d <= INTERP_MAX_D) or not (1 <= m <= n) or N * n > INTERP_MAX_TOKENS:
-                raise UsageError(f"--random {args.random}: need N, n >= 1, 2 <= d <= {INTERP_MAX_D}, 1 <= m <= n "
-                                 f"and N*n <= {INTERP_MAX_TOKENS}")
-            ds = random_dataset(N, n, d, m, seed=args.seed)
+            ds = _random_interp_dataset(args.random, args.seed)
         bar = Bar(args, "step")
         try:
             res = interp_run(ds, InterpOptions(attention=args.attention, tau=tau, seed=args.seed), progress=bar.stage)

@@ -687,7 +687,8 @@ def tables_latex(fragment: bool = False) -> str:
 
 def add_latex_arguments(parser) -> None:
     """Flags of ``symbounds latex pou|interp|tables [instance flags] --out FILE.tex [--fragment]``."""
-    parser.add_argument("what", choices=["pou", "interp", "tables"], help="which document")
+    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten"], help="which document")
+    parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report")
     add_instance_args(parser)
     parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
     parser.add_argument("--prec", type=int, default=128, help="pou: starting precision in bits (default 128)")
@@ -718,6 +719,10 @@ def run_latex(args) -> int:
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")
+    if args.what == "tighten":  # the booktabs tables of a tighten sweep: tighten_figures
+        from .tighten_figures import run_latex_tighten
+
+        return run_latex_tighten(args)
     if args.what == "pou":
 
         try:

@@ -53,7 +53,7 @@ from .args import Bar, UsageError, add_instance_args, instance, written
 __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
 
-KINDS = ("error", "size", "leakage")
+KINDS = ("error", "size", "leakage", "tighten")
 
 
 def _pyplot():
@@ -470,12 +470,14 @@ def save_figure(fig, path: str) -> None:
 
 def add_plot_arguments(parser) -> None:
     """Flags of ``symbounds plot``."""
-    parser.add_argument("--kind", required=True, choices=list(KINDS), help="error | size | leakage")
+    parser.add_argument("--kind", required=True, choices=list(KINDS), help="error | size | leakage | tighten")
     parser.add_argument("--table", default=None, metavar="TABLE.json", help="error, size: a sweep table")
     parser.add_argument("--M-values", dest="M_values", default=None, metavar="M1,M2,...",
                         help="leakage: attention scales (default: the derived M times 1/4, 1, 4, 16, 64)")
     parser.add_argument("--context", default="ball", choices=["ball", "fp"],
                         help="leakage: also draw the float64 values (fp)")
+    parser.add_argument("--map", default=None, metavar="R.json",
+                        help="tighten: a symbounds tighten --map --json report (the (M_g, M) region)")
     add_instance_args(parser)
     parser.add_argument("--out", required=True, metavar="FIG.png", help="write the figure (.png or .pdf)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
@@ -488,6 +490,10 @@ def run_plot(args) -> int:
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")
+    if args.kind == "tighten":  # slack against eps, and the (M_g, M) map: tighten_figures
+        from .tighten_figures import run_plot_tighten
+
+        return run_plot_tighten(args, save_figure)
     if args.kind in ("error", "size"):
         if not args.table:
             raise ValueError(f"--kind {args.kind} needs --table TABLE.json (from symbounds sweep)")

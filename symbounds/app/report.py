@@ -227,7 +227,7 @@ def interp_json(res: InterpResult) -> dict:
     }
     if res.options.attention == "softmax":
         out["tau"] = str(res.options.tau)
-        out["tau_star"] = None  # no tau* is certified; the proof holds at the tau used
+        out["tau_star"] = None  # interp does not search tau*: `symbounds tighten --what tau` does (docs/alcalde.md)
         out["prec"] = res.prec
         out["final_ball_distance"] = res.extra.get("final_ball_distance")
     return out

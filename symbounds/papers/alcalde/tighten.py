@@ -1,0 +1,295 @@
+"""How much softer the softmax interpolation of [AFZ25] could be: the largest certified temperature.
+
+The softmax variant (:mod:`symbounds.papers.alcalde.softmax`, docs/alcalde.md, The softmax variant)
+replaces every hardmax attention by a softmax at temperature ``tau`` (scores ``<A x_i, x_l> / tau``)
+and is built with ``tau = 1/64``.  A larger ``tau`` is a softer attention: the separation shifts
+and the collapse leak, and eventually a token misses its cluster's segment of the line.  This
+module finds the largest ``tau`` at which the certificate still holds:
+
+* **pass** at ``tau``: claim X1 (every token, after the line layer, lies on a segment of its own
+  sequence's clusters, and every cluster receives one; Arb balls) and the end-to-end claim I1
+  (``T(X^j) = Y^j`` as sets; X1 and the exact X2) are both *proved* for
+  ``build_softmax(ds, tau, seed)``, at the precisions ``symbounds interp`` uses;
+* **fail**: X1 or I1 is *refuted* (a token certainly on none of its segments, or certainly away
+  from every target of its sequence);
+* **undecided** otherwise.  An undecided temperature is never a pass: for the search it counts as
+  a failure (so ``tau*`` stays a certified pass) and it is listed.
+
+Search.  From ``tau_0 = 1/64`` the temperature doubles while it passes (it halves while ``tau_0``
+fails), giving a passing ``lo`` and a non-passing ``hi = 2 lo``; exact dyadic midpoints bisect the
+bracket until ``hi <= lo (1 + R)`` (``R`` the relative resolution).  ``tau* = lo`` is then a
+certified pass and the step above, ``tau* (1 + R)``, is evaluated itself: a certified failure
+(its evidence: the token and where it landed) ends the search; a pass there (the criterion is not
+monotone in ``tau``) moves ``lo`` up and the search goes on above it; an undecided step is
+reported as such (``above_status = "undecided"``) and the result is not counted as tight.
+
+Every value is an exact rational, so ``symbounds interp --attention softmax --tau <tau*>``
+rebuilds the very network that passed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ...core.exact import decimal
+from .dataset import Dataset
+from .softmax import build_softmax, certify_softmax
+
+__all__ = ["TAU_CONSTRUCTION", "TauOptions", "TauOutcome", "TauTightened", "evaluate_tau", "tighten_tau",
+           "tau_text", "tau_json", "fraction_text"]
+
+#: The temperature the construction uses (``build_softmax``'s default).
+TAU_CONSTRUCTION = Fraction(1, 64)
+
+PASS, FAIL, UNDECIDED = "pass", "fail", "undecided"
+
+
+@dataclass
+class TauOptions:
+    resolution: Fraction = Fraction(1, 100)
+    seed: int = 0  # the construction's random directions (as ``symbounds interp --seed``)
+    prec: int = 256  # starting Arb precision of the certificate (as ``symbounds interp``)
+    max_prec: int = 4096
+    max_doublings: int = 400  # doublings (or halvings) of tau before giving up
+    max_evaluations: int = 600
+
+    def __post_init__(self):
+        self.resolution = Fraction(self.resolution)
+        if not (0 < self.resolution < Fraction(1, 2)):
+            raise ValueError(f"the resolution must lie in (0, 1/2), got {self.resolution}")
+
+
+@dataclass
+class TauOutcome:
+    """One temperature: status pass / fail / undecided, the verdicts of X1 and I1, and the note
+    of the first of them that is not proved (where a token landed)."""
+
+    tau: Fraction
+    status: str
+    x1: str
+    i1: str
+    overall: str  # the verdict of every claim of ``symbounds interp`` (sizes B1-B3 included)
+    note: str = ""
+    prec: int | None = None
+    seconds: float = 0.0
+
+    def as_json(self) -> dict:
+        return {"tau": fraction_text(self.tau), "tau_decimal": decimal(self.tau, 10), "status": self.status,
+                "X1": self.x1, "I1": self.i1, "verdict": self.overall, "note": self.note, "prec": self.prec,
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class TauTightened:
+    construction_tau: Fraction
+    construction_outcome: TauOutcome
+    tau_star: Fraction | None = None  # a certified pass, or None
+    star_outcome: TauOutcome | None = None
+    above: Fraction | None = None  # tau_star (1 + R)
+    above_outcome: TauOutcome | None = None
+    scan: list = field(default_factory=list)  # the doublings (or halvings), in order
+    bisection: list = field(default_factory=list)  # every later evaluation, in order
+    flips: list = field(default_factory=list)  # (non-passing tau, passing tau above it)
+    undecided: list = field(default_factory=list)
+    note: str = ""
+    evaluations: int = 0
+    seconds: float = 0.0
+
+    @property
+    def slack(self) -> Fraction | None:
+        """``tau* / tau_construction``: how many times softer the attention could be."""
+        return None if self.tau_star is None else self.tau_star / self.construction_tau
+
+    @property
+    def tight(self) -> bool:
+        """``tau*`` is a certified pass and the step above it a certified failure."""
+        return self.tau_star is not None and self.above_outcome is not None and self.above_outcome.status == FAIL
+
+
+def fraction_text(q: Fraction) -> str:
+    """An exact rational as ``symbounds interp --tau`` reads it: ``p`` or ``p/q``."""
+    q = Fraction(q)
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def evaluate_tau(ds: Dataset, tau: Fraction, opts: TauOptions | None = None) -> TauOutcome:
+    """Build the softmax network at ``tau`` and certify it (pass / fail / undecided, module docstring)."""
+    opts = opts or TauOptions()
+    t0 = time.perf_counter()
+    con = build_softmax(ds, tau, opts.seed)
+    claims, _, info = certify_softmax(con, opts.prec, opts.max_prec)
+    by = {c.id: c for c in claims}
+    x1, i1 = str(by["X1"].verdict), str(by["I1"].verdict)
+    if x1 == "proved" and i1 == "proved":
+        status = PASS
+    elif "refuted" in (x1, i1):
+        status = FAIL
+    else:
+        status = UNDECIDED
+    note = next((by[k].note for k in ("X1", "I1") if str(by[k].verdict) != "proved"), "")
+    verdicts = {str(c.verdict) for c in claims}
+    overall = "refuted" if "refuted" in verdicts else ("proved" if verdicts == {"proved"} else "undecided")
+    return TauOutcome(Fraction(tau), status, x1, i1, overall, note, info.get("prec"), time.perf_counter() - t0)
+
+
+class _Budget(Exception):
+    pass
+
+
+def tighten_tau(ds: Dataset, opts: TauOptions | None = None, progress=None) -> TauTightened:
+    """The largest certified temperature ``tau*`` (module docstring).  ``progress(done, total,
+    label)`` is called after each evaluation (``total`` an estimate)."""
+    opts = opts or TauOptions()
+    t0 = time.perf_counter()
+    R = opts.resolution
+    cache: dict = {}
+    order: list = []
+
+    def ev(tau) -> TauOutcome:
+        tau = Fraction(tau)
+        if tau in cache:
+            return cache[tau]
+        if len(cache) >= opts.max_evaluations:
+            raise _Budget()
+        o = evaluate_tau(ds, tau, opts)
+        cache[tau] = o
+        order.append(o)
+        if progress is not None:
+            progress(len(cache), max(len(cache) + 1, 40), "tau")
+        return o
+
+    res = TauTightened(TAU_CONSTRUCTION, None)
+    try:
+        res.construction_outcome = ev(TAU_CONSTRUCTION)
+        _search(res, ev, cache, R, opts)
+    except _Budget:
+        res.note = (res.note + " " if res.note else "") + f"stopped after {opts.max_evaluations} evaluations"
+    scanned = {id(o) for o in res.scan}
+    res.bisection = [o for o in order if id(o) not in scanned and o is not res.construction_outcome]
+    res.undecided = sorted((o for o in order if o.status == UNDECIDED), key=lambda o: o.tau)
+    res.evaluations = len(cache)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _search(res: TauTightened, ev, cache: dict, R: Fraction, opts: TauOptions) -> None:
+    # 1. doublings from the construction's temperature (halvings when it does not pass)
+    o = res.construction_outcome
+    res.scan = [o]
+    if o.status == PASS:
+        lo = o.tau
+        for _ in range(opts.max_doublings):
+            o = ev(lo * 2)
+            res.scan.append(o)
+            if o.status != PASS:
+                break
+            lo = o.tau
+        else:
+            res.tau_star, res.star_outcome = lo, cache[lo]
+            res.note = f"still passes after {opts.max_doublings} doublings"
+            return
+    else:
+        hi = o.tau
+        for _ in range(opts.max_doublings):
+            o = ev(hi / 2)
+            res.scan.append(o)
+            if o.status == PASS:
+                break
+            hi = o.tau
+        else:
+            res.note = f"no temperature passes down to tau_0 / 2^{opts.max_doublings}"
+            return
+        lo = o.tau
+    for upper, lower in zip(res.scan, res.scan[1:]):  # a scan going down: a fail above a pass is no flip
+        if lower.tau > upper.tau and lower.status == PASS and upper.status != PASS:
+            res.flips.append((upper, lower))
+    # 2. bisection, then the step above, until the step above does not pass
+    while True:
+        hi = min((t for t, o in cache.items() if t > lo and o.status != PASS), default=None)
+        if hi is None:  # every value above lo that was tried passes: double again
+            t = lo
+            while ev(t * 2).status == PASS:
+                t *= 2
+            lo, hi = t, t * 2
+        while hi > lo * (1 + R):
+            mid = (lo + hi) / 2
+            if ev(mid).status == PASS:
+                lo = mid
+            else:
+                hi = mid
+        above = lo * (1 + R)
+        oa = ev(above)
+        if oa.status != PASS:
+            res.tau_star, res.star_outcome = lo, cache[lo]
+            res.above, res.above_outcome = above, oa
+            if oa.status == UNDECIDED:
+                res.note = "the step above tau* is undecided (neither a certified pass nor a certified failure)"
+            return
+        res.flips.append((cache.get(hi, oa), oa))
+        lo = above
+
+
+# ------------------------------------------------------------------------------------------
+# reports
+
+
+def tau_json(ds: Dataset, res: TauTightened, opts: TauOptions, source: str) -> dict:
+    """One JSON object (``symbounds tighten --what tau --json``)."""
+    oj = lambda o: None if o is None else o.as_json()
+    return {
+        "command": "tighten",
+        "what": "tau",
+        "construction": "softmax interpolation [AFZ25]",
+        "dataset": dict(ds.summary(), M=ds.M, source=source),
+        "seed": opts.seed,
+        "resolution": fraction_text(opts.resolution),
+        "tau_construction": fraction_text(res.construction_tau),
+        "construction_status": res.construction_outcome.status if res.construction_outcome else None,
+        "tau_star": None if res.tau_star is None else fraction_text(res.tau_star),
+        "tau_star_decimal": None if res.tau_star is None else decimal(res.tau_star, 10),
+        "slack": None if res.slack is None else decimal(res.slack, 6),
+        "star": oj(res.star_outcome),
+        "above": oj(res.above_outcome),
+        "tight": res.tight,
+        "scan": [oj(o) for o in res.scan],
+        "bisection": [oj(o) for o in res.bisection],
+        "flips": [{"fails": fraction_text(a.tau), "passes": fraction_text(b.tau)} for a, b in res.flips],
+        "undecided": [oj(o) for o in res.undecided],
+        "evaluations": res.evaluations,
+        "seconds": round(res.seconds, 3),
+        **({"note": res.note} if res.note else {}),
+    }
+
+
+def tau_text(ds: Dataset, res: TauTightened, opts: TauOptions, source: str) -> str:
+    s = ds.summary()
+    lines = [
+        "symbounds tighten: the largest temperature of the softmax interpolation [AFZ25] that still certifies",
+        f"dataset {source}: N={s['N']} d={s['d']} M={ds.M}  seed {opts.seed}  resolution "
+        f"{fraction_text(opts.resolution)}",
+        "",
+        f"  tau used by the construction   {fraction_text(res.construction_tau):>14}   "
+        f"{res.construction_outcome.status if res.construction_outcome else '-'}",
+    ]
+    if res.tau_star is None:
+        lines.append("  tau*                           -   (no certified temperature)")
+    else:
+        lines.append(f"  tau* (X1 and I1 proved)        {decimal(res.tau_star, 10):>14}   exact {fraction_text(res.tau_star)}")
+        lines.append(f"  slack tau* / tau_construction  {decimal(res.slack, 6):>14}")
+    if res.above_outcome is not None:
+        o = res.above_outcome
+        what = {"fail": "refuted", "undecided": "UNDECIDED"}.get(o.status, o.status)
+        lines.append(f"  step above, tau* (1 + R)       {decimal(o.tau, 10):>14}   {what}: X1 {o.x1}, I1 {o.i1}")
+        if o.note:
+            lines.append(f"      {o.note}")
+    for a, b in res.flips:
+        lines.append(f"  non-monotone: no pass at {decimal(a.tau, 8)}, a pass above it at {decimal(b.tau, 8)}")
+    for o in res.undecided:
+        lines.append(f"  undecided at tau = {decimal(o.tau, 10)} (X1 {o.x1}, I1 {o.i1})")
+    if res.note:
+        lines.append(f"  {res.note}")
+    lines.append(f"  {res.evaluations} certificates, {res.seconds:.1f} s")
+    lines.append("verdict: " + ("tight (tau* certified, the step above refuted)" if res.tight else "not tight"))
+    return "\n".join(lines)
