@@ -48,7 +48,7 @@ from .args import (
 from .catalogue_cli import add_prove_arguments, run_prove
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
-from .report import interp_json, interp_text, pou_json, pou_text, tighten_json, tighten_text
+from .report import interp_json, interp_text, pou_json, pou_text, tau_text, tighten_json, tighten_text
 from .tikhonov_cli import add_tikhonov_arguments, run_tikhonov
 from .usermodel import MODEL_COMMANDS, add_model_certify_arguments, add_model_commands, run_model_certify
 
@@ -270,6 +270,20 @@ def _sweep(args) -> int:
     return 0
 
 
+def _emit(args, text: str, res, model_prec: int) -> int:
+    """The end of a run: the model file (``--export``), the report (``--out``, else stdout; with
+    ``--json`` stdout too), and the run's exit code."""
+    if args.export:
+        export_model(res.model, args.export, model_prec)
+        written(args.export)
+    if args.out:
+        atomic_write(args.out, text + "\n")
+        written(args.out)
+    if not args.out or args.json:
+        print(text)
+    return res.exit_code
+
+
 def _pou(args) -> int:
     inst = instance(args)
     if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
@@ -300,15 +314,7 @@ def _pou(args) -> int:
     finally:
         bar.close()
     text = json.dumps(pou_json(res), indent=2) if args.json else pou_text(res, digits=digits(args))
-    if args.export:
-        export_model(res.model, args.export, res.prec)
-        written(args.export)
-    if args.out:
-        atomic_write(args.out, text + "\n")
-        written(args.out)
-    if not args.out or args.json:
-        print(text)
-    return res.exit_code
+    return _emit(args, text, res, res.prec)
 
 
 def add_tighten_arguments(t) -> None:
@@ -456,7 +462,7 @@ def _tighten_tau(args, what) -> int:
         res = tt.tighten_tau(ds, opts, lambda done, total, label: bar(done, total, label))
     finally:
         bar.close()
-    text = json.dumps(tt.tau_json(ds, res, opts, source), indent=2) if args.json else tt.tau_text(ds, res, opts, source)
+    text = json.dumps(tt.tau_json(ds, res, opts, source), indent=2) if args.json else tau_text(ds, res, opts, source)
     if args.out:
         atomic_write(args.out, text + "\n")
     if not args.out or args.json:
@@ -501,15 +507,7 @@ def _interp(args) -> int:
     except DatasetError as e:
         raise UsageError(str(e)) from None
     text = json.dumps(interp_json(res), indent=2) if args.json else interp_text(res, digits=digits(args))
-    if args.export:
-        export_model(res.model, args.export)
-        written(args.export)
-    if args.out:
-        atomic_write(args.out, text + "\n")
-        written(args.out)
-    if not args.out or args.json:
-        print(text)
-    return res.exit_code
+    return _emit(args, text, res, 128)
 
 
 #: Options whose value is an expression that may begin with "-" (``--target -x1^2``).

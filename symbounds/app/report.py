@@ -17,10 +17,11 @@ from ..core.exact import NumberError, decimal, decimal_down, decimal_up, parse_n
 from ..core.version import __version__
 from ..papers import shi_liao as sl
 from ..papers.alcalde.run import InterpResult, thresholds
+from ..papers.alcalde.tighten import fraction_text
 from ..papers.shi_liao.run import PouResult
 from ..papers.shi_liao.tighten import Outcome, Tightened, exact_text, round_sig
 
-__all__ = ["pou_json", "pou_text", "interp_json", "interp_text", "tighten_json", "tighten_text"]
+__all__ = ["tau_text", "pou_json", "pou_text", "interp_json", "interp_text", "tighten_json", "tighten_text"]
 
 
 #: significant digits of numbers in the text reports (``--digits``)
@@ -80,10 +81,6 @@ def _short(text: str, n: int = 100) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def _verdict_word(code: int) -> str:
-    return {0: "proved", 1: "refuted", 3: "undecided"}[code]
-
-
 def _assumptions(res: PouResult) -> tuple[str, list[str]]:
     """How the assumptions on g stand: "grid evidence" (checked on a finite grid only, not
     violated there), "refuted", "undecided" or "not checked"; and their claim ids."""
@@ -110,7 +107,7 @@ def pou_json(res: PouResult) -> dict:
         "instance": res.instance.as_json(),
         "constants": {k: int(v) if k in COUNT_CONSTANTS else v for k, v in res.constants.items()},
         "claims": [c.as_json() for c in res.claims],
-        "verdict": _verdict_word(res.exit_code),
+        "verdict": str(res.verdict),
         # a proof of the theorem's conclusion rests on the assumptions on g, which are only
         # checked on a finite grid: the conclusion can fail if they fail between grid points
         "assumptions": _assumptions(res)[0],
@@ -189,14 +186,13 @@ def pou_text(res: PouResult, digits: int = DIGITS) -> str:
         for c in bad:
             lines.append(f"    {c.id:<5} {c.status:<9} rigorous: {c.rigorous}, {label}: {c.other}"
                          + (f" ({c.note})" if c.note else ""))
-    code = res.exit_code
     n_proved = sum(c.verdict == "proved" for c in res.claims)
     status, ids = _assumptions(res)
     if status == "grid evidence":
         why = f"assumptions {', '.join(ids)} on g: grid evidence only"
     else:
         why = f"assumptions on g: {status}" + (f" ({', '.join(ids)})" if ids else "")
-    lines += ["", f"verdict: {_verdict_word(code)} ({n_proved} of {len(res.claims)} claims proved; {why})"]
+    lines += ["", f"verdict: {res.verdict} ({n_proved} of {len(res.claims)} claims proved; {why})"]
     return "\n".join(lines)
 
 
@@ -222,7 +218,7 @@ def interp_json(res: InterpResult) -> dict:
         "regularisation": thresholds(res),
         "claims": [c.as_json() for c in res.claims],
         "exact": res.exact,
-        "verdict": _verdict_word(res.exit_code),
+        "verdict": str(res.verdict),
         "timings": {k: round(v, 3) for k, v in res.timings.items()},
     }
     if res.options.attention == "softmax":
@@ -268,9 +264,8 @@ def interp_text(res: InterpResult, digits: int = DIGITS) -> str:
     lines += _table([(f"eps = {t['eps']}", f"loss <= {decimal_up(parse_number(t['loss_bound']), digits)}")
                      for t in thresholds(res)], "<<")
     timing = "  ".join(f"{k} {v:.2f} s" for k, v in res.timings.items())
-    code = res.exit_code
     lines += ["", f"timings: {timing}",
-              f"verdict: {_verdict_word(code)} (exact interpolation of every sequence: {'yes' if res.exact else 'no'})"]
+              f"verdict: {res.verdict} (exact interpolation of every sequence: {'yes' if res.exact else 'no'})"]
     return "\n".join(lines)
 
 
@@ -384,12 +379,7 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
         more = []
         if r.paper_outcome is not None and r.paper_outcome.status != "pass":
             more.append(f"the derived value itself: {r.paper_outcome.status}")
-        for a, b in r.flips:
-            more.append(f"non-monotone: fails at {exact_text(a.value)}, passes at {exact_text(b.value)}")
-        for o in r.undecided:
-            more.append(f"undecided at {exact_text(o.value)}")
-        if r.note:
-            more.append(r.note)
+        more += _search_remarks(r, lambda o: exact_text(o.value), lambda o: "")
         extra.append(more)
     rendered = _table(table, "<<>>>><")
     lines.append(rendered[0])
@@ -416,4 +406,40 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
         cells = {(c["Mg"], c["M"]): mark[c["status"]] for c in grid_map["cells"]}
         grid = [(head, *Ms)] + [(mg, *(cells[(mg, m)] for m in Ms)) for mg in grid_map["Mg_values"]]
         lines += _table(grid, ">" * (len(Ms) + 1))
+    return "\n".join(lines)
+
+
+def _search_remarks(res, show, detail) -> list[str]:
+    """What a minimum/maximum search met besides its answer: non-monotone flips (a failure with a
+    pass beyond it), undecided values (never counted as a pass), and its note."""
+    out = [f"non-monotone: fails at {show(a)}, passes at {show(b)}" for a, b in res.flips]
+    out += [f"undecided at {show(o)}{detail(o)}" for o in res.undecided]
+    return out + ([res.note] if res.note else [])
+
+
+def tau_text(ds, res, opts, source: str) -> str:
+    """``symbounds tighten --what tau`` as text (the search of :mod:`symbounds.papers.alcalde.tighten`)."""
+    s = ds.summary()
+    lines = [
+        "symbounds tighten: the largest temperature of the softmax interpolation [AFZ25] that still certifies",
+        f"dataset {source}: N={s['N']} d={s['d']} M={ds.M}  seed {opts.seed}  resolution "
+        f"{fraction_text(opts.resolution)}",
+        "",
+        f"  tau used by the construction   {fraction_text(res.construction_tau):>14}   "
+        f"{res.construction_outcome.status if res.construction_outcome else '-'}",
+    ]
+    if res.tau_star is None:
+        lines.append("  tau*                           -   (no certified temperature)")
+    else:
+        lines.append(f"  tau* (X1 and I1 proved)        {decimal(res.tau_star, 10):>14}   exact {fraction_text(res.tau_star)}")
+        lines.append(f"  slack tau* / tau_construction  {decimal(res.slack, 6):>14}")
+    if res.above_outcome is not None:
+        o = res.above_outcome
+        what = {"fail": "refuted", "undecided": "UNDECIDED"}.get(o.status, o.status)
+        lines.append(f"  step above, tau* (1 + R)       {decimal(o.tau, 10):>14}   {what}: X1 {o.x1}, I1 {o.i1}")
+        if o.note:
+            lines.append(f"      {o.note}")
+    lines += [f"  {m}" for m in _search_remarks(res, lambda o: decimal(o.tau, 10), lambda o: f" (X1 {o.x1}, I1 {o.i1})")]
+    lines.append(f"  {res.evaluations} certificates, {res.seconds:.1f} s")
+    lines.append("verdict: " + ("tight (tau* certified, the step above refuted)" if res.tight else "not tight"))
     return "\n".join(lines)

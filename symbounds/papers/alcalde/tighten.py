@@ -38,7 +38,7 @@ from .dataset import Dataset
 from .softmax import build_softmax, certify_softmax
 
 __all__ = ["TAU_CONSTRUCTION", "TauOptions", "TauOutcome", "TauTightened", "evaluate_tau", "tighten_tau",
-           "tau_text", "tau_json", "fraction_text"]
+           "tau_json", "fraction_text"]
 
 #: The temperature the construction uses (``build_softmax``'s default).
 TAU_CONSTRUCTION = Fraction(1, 64)
@@ -261,35 +261,3 @@ def tau_json(ds: Dataset, res: TauTightened, opts: TauOptions, source: str) -> d
         "seconds": round(res.seconds, 3),
         **({"note": res.note} if res.note else {}),
     }
-
-
-def tau_text(ds: Dataset, res: TauTightened, opts: TauOptions, source: str) -> str:
-    s = ds.summary()
-    lines = [
-        "symbounds tighten: the largest temperature of the softmax interpolation [AFZ25] that still certifies",
-        f"dataset {source}: N={s['N']} d={s['d']} M={ds.M}  seed {opts.seed}  resolution "
-        f"{fraction_text(opts.resolution)}",
-        "",
-        f"  tau used by the construction   {fraction_text(res.construction_tau):>14}   "
-        f"{res.construction_outcome.status if res.construction_outcome else '-'}",
-    ]
-    if res.tau_star is None:
-        lines.append("  tau*                           -   (no certified temperature)")
-    else:
-        lines.append(f"  tau* (X1 and I1 proved)        {decimal(res.tau_star, 10):>14}   exact {fraction_text(res.tau_star)}")
-        lines.append(f"  slack tau* / tau_construction  {decimal(res.slack, 6):>14}")
-    if res.above_outcome is not None:
-        o = res.above_outcome
-        what = {"fail": "refuted", "undecided": "UNDECIDED"}.get(o.status, o.status)
-        lines.append(f"  step above, tau* (1 + R)       {decimal(o.tau, 10):>14}   {what}: X1 {o.x1}, I1 {o.i1}")
-        if o.note:
-            lines.append(f"      {o.note}")
-    for a, b in res.flips:
-        lines.append(f"  non-monotone: no pass at {decimal(a.tau, 8)}, a pass above it at {decimal(b.tau, 8)}")
-    for o in res.undecided:
-        lines.append(f"  undecided at tau = {decimal(o.tau, 10)} (X1 {o.x1}, I1 {o.i1})")
-    if res.note:
-        lines.append(f"  {res.note}")
-    lines.append(f"  {res.evaluations} certificates, {res.seconds:.1f} s")
-    lines.append("verdict: " + ("tight (tau* certified, the step above refuted)" if res.tight else "not tight"))
-    return "\n".join(lines)
