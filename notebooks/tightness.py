@@ -38,6 +38,7 @@ import sympy
 
 import symbounds
 from symbounds.app import tighten_figures as tf
+from symbounds.app.report import tau_text
 from symbounds.papers import alcalde as al
 from symbounds.papers import shi_liao as sl
 from symbounds.papers.alcalde import tighten as tt
@@ -118,7 +119,7 @@ fig = tf.plot_tighten(table, grid_map)
 # %%
 ds = random_dataset(2, 4, 2, 2, seed=0)
 res = tt.tighten_tau(ds, tt.TauOptions(resolution=Fraction(1, 100)))
-print(tt.tau_text(ds, res, tt.TauOptions(), "random 2,4,2,2"))
+print(tau_text(ds, res, tt.TauOptions(), "random 2,4,2,2"))
 assert res.tight and res.star_outcome.x1 == "proved" and res.above_outcome.x1 == "refuted"
 
 # %% [markdown]
