@@ -46,7 +46,7 @@ import flint
 import mpmath
 import sympy
 
-from .exact import arb_to_fraction, parse_number
+from .exact import arb_to_fraction, as_fraction, parse_number
 
 __all__ = [
     "Context",
@@ -312,7 +312,7 @@ class ExactContext(Context):
         return f"{x.p}/{x.q}" if x.q != 1 else str(x.p)
 
     def to_fraction_bounds(self, x):
-        f = Fraction(int(x.p), int(x.q))
+        f = as_fraction(x)
         return f, f
 
 

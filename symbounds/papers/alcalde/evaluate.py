@@ -30,21 +30,17 @@ Only hardmax attention is handled; a softmax layer raises :class:`NotImplemented
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import flint
 
 from ...core.contexts import ExactContext
+from ...core.exact import as_fraction
 from ...core.transformer import Attention, Transformer
 
-__all__ = ["SeqState", "evaluate", "output_set", "state_points", "to_fraction"]
+__all__ = ["SeqState", "evaluate", "output_set", "state_points"]
 
 _EX = ExactContext()
 _ZERO = flint.fmpq(0)
-
-
-def to_fraction(v) -> Fraction:
-    return Fraction(int(v.p), int(v.q))
 
 
 @dataclass
@@ -234,7 +230,7 @@ def evaluate(model: Transformer, inputs, checkpoints=(), compiled=None):
 
 def state_points(s: SeqState) -> list:
     """The token rows as tuples of Fractions (with repetitions as stored)."""
-    return [tuple(to_fraction(v) for v in r) for r in _rows(s.X)]
+    return [tuple(as_fraction(v) for v in r) for r in _rows(s.X)]
 
 
 def output_set(s: SeqState) -> set:

@@ -39,6 +39,7 @@ from fractions import Fraction
 
 from ...core.claims import conclude
 from ...core.contexts import BallContext, ExactContext
+from ...core.exact import as_fraction
 from ...core.transformer import Attention, FeedForward, Transformer, forward
 from . import construction as al
 from .claims import CLAIMS
@@ -162,7 +163,7 @@ def _segments_exact(con) -> tuple[bool, str]:
                 x = [ex.convert(layer.skip) * xv + sum((ex.convert(w) * sv for w, sv in zip(row, s)), ex.zero)
                      + ex.convert(b2) for xv, row, b2 in zip(x, layer.W2, layer.b2)]
             pats.append(pat)
-            outs.append(tuple(Fraction(int(v.p), int(v.q)) for v in x))
+            outs.append(tuple(as_fraction(v) for v in x))
         for pa, pb in zip(*pats):
             for a, b in zip(pa, pb):
                 if a * b < 0:  # a sign change inside the segment: not one affine piece

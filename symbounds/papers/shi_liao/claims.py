@@ -18,6 +18,7 @@ from sympy import Integer, Rational
 
 from ...core.claims import Measured, aggregate, load_claims
 from ...core.contexts import Context
+from ...core.exact import as_fraction
 from ...core.expr import variables
 from ...core.transformer import Transformer, forward
 from .constants import ATT1, FFN1, ROWS, SYM, Constants
@@ -109,7 +110,7 @@ class _Num:
             self.emcM = env[SYM["emcM"]]
             self.P_paper = ev(K.P_paper)
             self.g_centres = [ev(gc) for gc in K.g_centres]
-            self.centres = [[ctx.convert(Fraction(int(ci.p), int(ci.q))) for ci in cen] for cen in K.centres]
+            self.centres = [[ctx.convert(as_fraction(ci)) for ci in cen] for cen in K.centres]
             self.sqrt_d = ctx.sqrt(ctx.rational(K.d))
         self.env = env
 

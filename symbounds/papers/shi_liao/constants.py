@@ -330,7 +330,7 @@ class Constants:
         table = self.table()
         if name not in table:
             raise KeyError(f"unknown constant {name!r}; constants: {', '.join(table)}")
-        e = sympy.sympify(table[name])
+        e = table[name]  # every entry of the table is already a SymPy object
         for _ in range(len(self.defs) + 1):  # definitions refer only to earlier ones
             if not (e.free_symbols & set(self.defs)):
                 return e
@@ -351,7 +351,7 @@ class Constants:
             env: dict = {}
             for sym, definition in self.defs.items():
                 env[sym] = ctx.from_sympy(definition, env=env)
-            return ctx.from_sympy(sympy.sympify(table[name]), env=env)
+            return ctx.from_sympy(table[name], env=env)
 
     def latex(self, name: str) -> str:
         """LaTeX of ``name = formula`` (:meth:`formula`)."""

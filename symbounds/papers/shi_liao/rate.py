@@ -51,7 +51,7 @@ import flint
 import sympy
 
 from ...core.contexts import BallContext
-from ...core.exact import decimal_up
+from ...core.exact import arb_to_fraction, decimal_up, parse_number
 from .constants import SYM, M_g_of, M_of, grid_ratio, params_dense_of, r_g_of
 
 __all__ = ["rate_report", "add_rate_arguments", "run_rate", "render_rate", "lipschitz_in_parameters",
@@ -62,8 +62,6 @@ ORACLE = "Schmidt-Hieber (2020), Ann. Statist. 48(4), Lemma 4: constants 18, 72,
 
 
 def _frac(v, what: str) -> Fraction:
-    from ...core.modelfile import parse_number
-
     if isinstance(v, float):
         raise ValueError(f"{what}: a float is not exact; pass a string or a Fraction")
     if isinstance(v, str):
@@ -77,7 +75,7 @@ def _arb(q: Fraction) -> flint.arb:
 
 def _up(x: flint.arb) -> str:
     """Decimal string of an upper bound of ``x`` (12 significant digits, rounded up)."""
-    v = _to_fraction(x.upper())
+    v = arb_to_fraction(x.upper())
     if v == 0:
         return "0"
     with decimal.localcontext() as dc:
@@ -136,7 +134,7 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
             eps = Fraction(int(exact.p), int(exact.q))
         else:  # a dyadic just below n^-expo
             eps_ball = flint.arb(n) ** (-_arb(expo))
-            eps = Fraction(math.floor(_to_fraction(eps_ball.lower()) * 2**40), 2**40)
+            eps = Fraction(math.floor(arb_to_fraction(eps_ball.lower()) * 2**40), 2**40)
         if eps <= 0 or eps >= 1:
             raise ValueError("eps(n) is outside (0, 1); use a larger --n")
         E = _arb(eps)
@@ -199,14 +197,9 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
         }
 
 
-def _to_fraction(x: flint.arb) -> Fraction:
-    man, exp = x.mid().man_exp()
-    return Fraction(int(man)) * (Fraction(2) ** int(exp))
-
-
 def _ceil(x: flint.arb) -> int:
     """ceil(x) of a ball, refusing when the ball straddles an integer."""
-    lo, hi = _to_fraction(x.lower()), _to_fraction(x.upper())
+    lo, hi = arb_to_fraction(x.lower()), arb_to_fraction(x.upper())
     a, b = math.ceil(lo), math.ceil(hi)
     if a != b:
         raise ValueError("cannot decide ceil(sqrt(d)/(2 r_g)) at 128 bits (eps sits on a grid boundary)")

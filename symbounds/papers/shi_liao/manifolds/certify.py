@@ -23,7 +23,7 @@ from fractions import Fraction
 from ....core.boxes import Box, box_bound
 from ....core.claims import Measured
 from ....core.contexts import BallContext
-from ....core.exact import arb_to_fraction, decimal_up
+from ....core.exact import arb_to_fraction, as_fraction, decimal_up
 from .claims import MANIFOLD_CLAIMS
 
 __all__ = ["certify_on_manifold", "initial_rectangles"]
@@ -47,7 +47,7 @@ def initial_rectangles(man, P: int) -> list[tuple]:
 def _length(ctx, man, rect):
     """``L(R)`` and the side lengths in arc length (for choosing the side to bisect)."""
     pi = ctx.pi()
-    R = [ctx.convert(Fraction(int(r.p), int(r.q))) for r in man.radii]
+    R = [ctx.convert(as_fraction(r)) for r in man.radii]
     h = [(b - a) / 2 for a, b in rect]
     if man.name in ("circle", "curve"):
         v = ctx.sqrt(ctx.convert(man.speed2))
@@ -87,7 +87,7 @@ def certify_on_manifold(K, model, prec: int = 128, max_boxes: int = 200_000,
     rectangle: ``fraction`` is the exact part of the parameter domain's area proved so far."""
     man = K.domain.man
     ctx = BallContext(prec)
-    eps = Fraction(int(K.inst.eps.p), int(K.inst.eps.q))
+    eps = as_fraction(K.inst.eps)
     todo = initial_rectangles(man, K.P)
 
     def area(rect):
