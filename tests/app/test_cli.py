@@ -6,17 +6,10 @@ import subprocess
 import sys
 
 import pytest
-
-from symbounds.app.cli import main
+from cli_helpers import run_cli  # noqa: E402
 
 SMALL = ["--alpha", "1/2", "--holder", "1/2", "--bound", "1/4", "--eps", "1/2", "--target", "sin(x1)/4",
          "--quiet", "--points", "2"]
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_default_instance_is_proved(capsys):

@@ -15,22 +15,16 @@ from pathlib import Path
 
 import flint
 import pytest
+from cli_helpers import run_cli  # noqa: E402
 
 from symbounds.app import args as app_args
 from symbounds.app.args import Bar
-from symbounds.app.cli import main
 from symbounds.app.report import _table, enclosure_text, interp_json, interp_text, pou_json, pou_text
 from symbounds.core.exact import parse_number
 from symbounds.core.version import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["--alpha", "1/2", "--holder", "1/2", "--bound", "1/4", "--eps", "1/2", "--target", "sin(x1)/4"]
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ------------------------------------------------------------------------------------------

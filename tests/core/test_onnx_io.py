@@ -122,6 +122,14 @@ def attention_block(n=3, D=4, dk=2, hidden=5, seed=1):
     return proto
 
 
+def _bound_around(model, centre, r: float, split: int):
+    """The certified bound over the box ``centre +- r`` of the token matrix; the box order is token
+    by token, the row-major order of the framework's X [n, D]."""
+    lo = [Fraction(float(v)) - Fraction(r) for v in centre.flat]
+    hi = [Fraction(float(v)) + Fraction(r) for v in centre.flat]
+    return bound(model, lo, hi, split=split)
+
+
 def test_imported_attention_block_bound_contains_onnxruntime_outputs():
     n, D = 3, 4
     proto = attention_block(n, D)
@@ -129,12 +137,8 @@ def test_imported_attention_block_bound_contains_onnxruntime_outputs():
     assert model.input == "tokens" and model.readout is None
     sess = session(proto)
     rng = np.random.default_rng(7)
-    centre = rng.normal(0, 1, size=(n, D))
-    r = 1 / 32
-    # the box order is token by token: the row-major order of the framework's X [n, D]
-    lo = [Fraction(float(v)) - Fraction(r) for v in centre.flat]
-    hi = [Fraction(float(v)) + Fraction(r) for v in centre.flat]
-    res = bound(model, lo, hi, split=2)
+    centre, r = rng.normal(0, 1, size=(n, D)), 1 / 32
+    res = _bound_around(model, centre, r, split=2)
     assert res.shape == (D, n)
     # the exact rational model at the centre agrees with onnxruntime to float64 accuracy
     ball = BallContext(128)
@@ -217,11 +221,8 @@ def test_fused_multi_head_block_is_imported_and_bounded(slice_v, batch):
     assert len(heads) == 1 and len(heads[0].heads) == 2
     sess = session(proto)
     rng = np.random.default_rng(11)
-    centre = rng.normal(0, 1, size=(n, D))
-    r = 1 / 64
-    lo = [Fraction(float(v)) - Fraction(r) for v in centre.flat]
-    hi = [Fraction(float(v)) + Fraction(r) for v in centre.flat]
-    res = bound(model, lo, hi, split=1)
+    centre, r = rng.normal(0, 1, size=(n, D)), 1 / 64
+    res = _bound_around(model, centre, r, split=1)
     for _ in range(200):
         X = centre + rng.uniform(-r, r, size=(n, D))
         y = sess.run(None, {"X": X[None] if batch else X})[0]

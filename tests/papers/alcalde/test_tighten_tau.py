@@ -11,8 +11,8 @@ import json
 from fractions import Fraction
 
 import pytest
+from cli_helpers import run_cli  # noqa: E402
 
-from symbounds.app.cli import main
 from symbounds.core.contexts import MPContext
 from symbounds.papers.alcalde import tighten as tt
 from symbounds.papers.alcalde.dataset import dataset_to_json, random_dataset
@@ -20,12 +20,6 @@ from symbounds.papers.alcalde.softmax import ball_forward, build_softmax
 
 RANDOM = "2,4,2,2"
 R = Fraction(1, 100)
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _max_distance(ds, tau) -> float:

@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import flint
 import pytest
+from cli_helpers import run_cli  # noqa: E402
 
 from symbounds.app.cli import main
 from symbounds.core.boxes import point_error
@@ -23,12 +24,6 @@ from symbounds.papers.shi_liao import tighten as tg
 EPS = "1/2"
 INST = ["--eps", EPS, "--quiet"]
 R = Fraction(1, 100)
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _tighten_json(capsys, *argv):
