@@ -1,11 +1,13 @@
 """Whole-domain bounds: ``sup_{x in [0,1]^d} |T(x) - g(x)| <= eps`` proved box by box.
 
-The network is evaluated on each input box with first-order Taylor models
-(:mod:`symbounds.core.taylor`), so the output model encloses ``T`` over the whole box; the target is
-enclosed over the box by evaluating its SymPy expression on Arb balls.  A box is proved when the
-upper end of ``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split along its widest side,
-down to ``min_width``.  A box whose centre already violates the bound (decided on balls) refutes
-the claim with a counterexample.
+The network is evaluated on each input box with first-order Taylor models, so the output model
+encloses ``T`` over the whole box: first in outward-rounded float64 over a batch of boxes at once
+(:mod:`symbounds.core.float_boxes`), and in Arb balls (:mod:`symbounds.core.taylor`) for a box the
+floats cannot enclose or that misses ``eps`` by little.  The target is enclosed over the box by
+evaluating its SymPy expression on Arb balls.  A box is proved when the upper end of
+``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split along its widest side, down to
+``min_width``.  A box whose centre violates the bound (decided rigorously, in floats rounded
+outward or in balls) refutes the claim with a counterexample.
 
 The certified network is a concrete rational one: a model file (``symbounds-transformer/1``)
 read back exactly.  Certificates built on these boxes are in :mod:`symbounds.core.certificate`.
@@ -24,6 +26,7 @@ from fractions import Fraction
 from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .expr import parse_target, variables
+from .float_boxes import evaluator
 from .modelfile import model_from_json
 from .taylor import TaylorContext
 from .transformer import forward
@@ -33,11 +36,16 @@ __all__ = [
     "CertifyOptions",
     "CertifyResult",
     "box_bound",
-    "point_error",
-    "certify_model",
+    "box_bounds",
     "boxes_cover_cube",
+    "certify_model",
     "digest",
+    "point_error",
 ]
+
+
+#: Boxes per batch of the float pass (a worker's unit of work).
+BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,7 @@ class Box:
     def half(self):
         return tuple((b - a) / 2 for a, b in zip(self.lo, self.hi))
 
-    def split(self) -> tuple["Box", "Box"]:
+    def split(self) -> tuple[Box, Box]:
         k = max(range(len(self.lo)), key=lambda i: self.hi[i] - self.lo[i])
         mid = (self.lo[k] + self.hi[k]) / 2
         left = Box(self.lo, self.hi[:k] + (mid,) + self.hi[k + 1:])
@@ -85,6 +93,7 @@ class CertifyOptions:
     workers: int = 1  # local processes
     scheduler: str | None = None  # a Dask scheduler address (optional extra "dask")
     model_prec: int = 192
+    fast: bool = True  # float64 Taylor models first (Arb for the boxes they cannot decide)
 
 
 @dataclass
@@ -123,6 +132,99 @@ def box_bound(model, g, d: int, box: Box, prec: int) -> Fraction | None:
         return arb_to_fraction(err.upper())
 
 
+#: Float bounds are recorded rounded up to this many significant bits: re-running the float pass
+#: (e.g. with another BLAS thread count, which may sum in another order) then stays below them.
+RECORD_BITS = 30
+
+
+def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None, recheck=False,
+               centres: list | None = None) -> list:
+    """``[bound or None]`` for each box: :func:`box_bound` for a batch.
+
+    With a float evaluator ``fast`` (:func:`float_evaluator`), every box is first enclosed in
+    outward-rounded float64; a box goes to :func:`box_bound` (Arb) when the floats fail, and with
+    ``recheck`` also when its float bound is above its limit (``limits``: one exact number per
+    box).  Arb rarely does better on a box the floats bound (the float pass shifts each softmax by
+    the weight-averaged gradient, which is tighter), so certification does not recheck; ``check``
+    does, because a certificate made in Arb records Arb's bounds.  A float bound under its limit
+    is rounded up to :data:`RECORD_BITS` bits, but never above the limit.
+
+    ``centres``, a list, receives for each box whose bound is above its limit whether the model's
+    own enclosure at the box's centre proves ``|T - g| >`` the limit (True), disproves it (False)
+    or cannot tell (None); see :func:`centre_refutes` for a tighter second look."""
+    out: list = [None] * len(boxes)
+    todo = range(len(boxes))
+    if centres is not None:
+        centres[:] = [None] * len(boxes)
+    if fast is not None and boxes:
+        lo, hi, ok, clo, chi = fast.enclose([b.lo for b in boxes], [b.hi for b in boxes])
+        ball = BallContext(prec)
+        xs = variables(d)
+        todo = []
+        for i, box in enumerate(boxes):
+            bound = None
+            if ok[i]:
+                bound = _float_box_bound(ball, g, xs, box, lo[i], hi[i])
+            if centres is not None and ok[i] and limits is not None and (bound is None or bound > limits[i]):
+                centres[i] = _centre_verdict(ball, g, xs, box.centre, clo[i], chi[i], limits[i])
+            lim = None if limits is None else limits[i]
+            if bound is not None and lim is not None:
+                if bound <= lim:
+                    bound = min(_round_up(bound), lim)
+                elif recheck:
+                    bound = None
+            if bound is None:
+                todo.append(i)
+            else:
+                out[i] = bound
+    for i in todo:
+        arb = box_bound(model, g, d, boxes[i], prec)
+        out[i] = arb
+    return out
+
+
+def _float_box_bound(ball, g, xs, box: Box, lo: float, hi: float):
+    """The exact upper end of ``|[lo, hi] - g(box)|`` (``g`` enclosed over the box in balls)."""
+    with ball.scope():
+        env = {x: ball.convert(a).union(ball.convert(b)) for x, a, b in zip(xs, box.lo, box.hi)}
+        gv = ball.from_sympy(g, env=env)
+        err = abs(ball.interval(Fraction(lo), Fraction(hi)) - gv)
+        if not err.is_finite():
+            return None
+        return arb_to_fraction(err.upper())
+
+
+def _round_up(q: Fraction) -> Fraction:
+    """``q >= 0`` rounded up to :data:`RECORD_BITS` significant bits."""
+    if q <= 0:
+        return q
+    e = q.numerator.bit_length() - q.denominator.bit_length() - RECORD_BITS
+    scale = Fraction(2) ** (-e)
+    n = -((-q * scale).numerator // (q * scale).denominator)
+    return Fraction(n) / scale
+
+
+def _centre_verdict(ball, g, xs, c, lo: float, hi: float, eps):
+    """Is ``|[lo, hi] - g(c)| > eps``: True (proved), False (disproved) or None (undecided)."""
+    with ball.scope():
+        gv = ball.from_sympy(g, env={x: ball.convert(v) for x, v in zip(xs, c)})
+        err = abs(ball.interval(Fraction(lo), Fraction(hi)) - gv)
+        e = ball.convert(eps)
+        return True if err > e else (False if err <= e else None)
+
+
+def centre_refutes(model, g, d: int, boxes: list, prec: int, fast, eps) -> list:
+    """For each box: True when ``|T - g| > eps`` is proved at its centre in outward-rounded
+    floats, False when disproved, None when the floats cannot decide (no evaluator, or too wide)."""
+    if fast is None or not boxes:
+        return [None] * len(boxes)
+    cs = [b.centre for b in boxes]
+    lo, hi, ok = fast.ranges(cs, cs)
+    ball = BallContext(prec)
+    xs = variables(d)
+    return [_centre_verdict(ball, g, xs, c, lo[i], hi[i], eps) if ok[i] else None for i, c in enumerate(cs)]
+
+
 def point_error(model, g, d: int, x, prec: int):
     """The ball ``|T(x) - g(x)|`` at a point (for counterexamples)."""
     ctx = BallContext(prec)
@@ -136,11 +238,30 @@ def point_error(model, g, d: int, x, prec: int):
 _W: dict = {}
 
 
-def _worker_init(model_json, target_text, d, prec):
+def _worker_init(model_json, target_text, d, prec, eps=None, fast=True):
+    key = (digest(model_json), target_text, d, prec, eps, fast)
+    if _W.get("key") == key:  # a forked process inherits the parent's model and float setup
+        return
+    _W.clear()
     _W["model"] = model_from_json(model_json)
     _W["g"] = parse_target(target_text, d)
     _W["d"] = d
     _W["prec"] = prec
+    _W["eps"] = eps
+    _W["fast"] = float_evaluator(_W["model"], prec) if fast else None
+    _W["key"] = key
+
+
+def float_evaluator(model, prec: int):
+    """The model's float box evaluator with its one-off setup done, or None when the float path
+    does not apply or cannot enclose the setup (then every box is evaluated in Arb balls)."""
+    fast = evaluator(model, prec)
+    if fast is not None:
+        try:
+            fast.setup()
+        except ValueError:
+            return None
+    return fast
 
 
 def _pool_init(*setup):
@@ -177,23 +298,31 @@ def sigint_blocked():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _worker_eval(box):
-    return box, box_bound(_W["model"], _W["g"], _W["d"], box, _W["prec"])
+def _worker_eval(boxes):
+    """``[(box, bound, centre)]`` for a batch: ``centre`` (see :func:`centre_refutes`) only for
+    the boxes whose bound misses ``eps``, else None."""
+    W = _W
+    eps = W["eps"]
+    first: list = []
+    bounds = box_bounds(W["model"], W["g"], W["d"], boxes, W["prec"], W["fast"], [eps] * len(boxes), centres=first)
+    # the centre: first the box's own model at delta = 0, then (if that cannot tell) a float point pass
+    again = [i for i, b in enumerate(bounds) if (b is None or b > eps) and first[i] is None]
+    for i, v in zip(again, centre_refutes(W["model"], W["g"], W["d"], [boxes[i] for i in again], W["prec"],
+                                          W["fast"], eps)):
+        first[i] = v
+    return [(box, bound, first[i]) for i, (box, bound) in enumerate(zip(boxes, bounds))]
 
 
 def _dask_batch(setup, boxes):
     """One Dask task: a batch of boxes (the model is parsed once per worker process)."""
-    key = setup[0]
-    if _W.get("key") != key:
-        _worker_init(*setup[1:])
-        _W["key"] = key
-    return [_worker_eval(b) for b in boxes]
+    _worker_init(*setup)
+    return _worker_eval(boxes)
 
 
 class _DaskMap:
     """``imap``-like evaluation of boxes on a Dask cluster, in batches."""
 
-    def __init__(self, address, model_json, target_text, d, prec):
+    def __init__(self, address, model_json, target_text, d, prec, eps, fast):
         try:
             from distributed import Client
         except ImportError:
@@ -202,17 +331,16 @@ class _DaskMap:
             self.client = Client(address, timeout="10s")
         except OSError as e:
             raise ValueError(f"cannot reach the Dask scheduler at {address}: {str(e).splitlines()[0]}") from None
-        self.setup = (digest(model_json) + target_text + str(prec), model_json, target_text, d, prec)
+        self.setup = (model_json, target_text, d, prec, eps, fast)
         self.setup_future = self.client.scatter(self.setup, broadcast=True)
+        self.workers = max(1, len(self.client.ncores()))
 
-    def imap(self, boxes):
+    def imap(self, batches):
         from distributed import as_completed
 
-        size = max(1, min(64, len(boxes) // (4 * max(1, len(self.client.ncores())))))
-        futures = [self.client.submit(_dask_batch, self.setup_future, boxes[i:i + size], pure=False)
-                   for i in range(0, len(boxes), size)]
+        futures = [self.client.submit(_dask_batch, self.setup_future, b, pure=False) for b in batches]
         for fut in as_completed(futures):
-            yield from fut.result()
+            yield fut.result()
 
     def close(self):
         self.client.close()
@@ -237,10 +365,9 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     ``evaluated`` the number of boxes evaluated (the queue grows as boxes are bisected, so a count
     of boxes has no fixed total)."""
     t0 = time.perf_counter()
-    model = model_from_json(model_json)
-    g = parse_target(target_text, d)
     per_axis = opts.initial or {1: 64, 2: 16}.get(d, 4)
     queue = _initial_boxes(d, per_axis)
+    setup = (model_json, target_text, d, opts.prec, eps, opts.fast)
     proved: list = []
     proved_volume = Fraction(0)
     undecided: list = []
@@ -248,41 +375,54 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     evaluated = 0
     pool = dask = None
     if opts.scheduler:
-        dask = _DaskMap(opts.scheduler, model_json, target_text, d, opts.prec)
-    elif opts.workers > 1:
-        mp = multiprocessing.get_context("fork")
-        with sigint_blocked():
-            pool = mp.Pool(opts.workers, initializer=_pool_init, initargs=(model_json, target_text, d, opts.prec))
+        dask = _DaskMap(opts.scheduler, *setup)
+        model, g = model_from_json(model_json), parse_target(target_text, d)
     else:
-        _worker_init(model_json, target_text, d, opts.prec)
+        # the model and its one-off float setup, built once here: forked workers inherit them
+        _worker_init(*setup)
+        model, g = _W["model"], _W["g"]
+        if opts.workers > 1:
+            mp = multiprocessing.get_context("fork")
+            with sigint_blocked():
+                pool = mp.Pool(opts.workers, initializer=_pool_init, initargs=setup)
+    ceps = BallContext(opts.prec).convert(eps)
     try:
         while queue and counter is None:
             if evaluated + len(queue) > opts.max_boxes:
                 undecided.extend(queue)
                 break
+            workers = dask.workers if dask is not None else max(1, opts.workers if pool is not None else 1)
+            size = max(1, min(BATCH, len(queue) // (4 * workers)))
+            batches = [queue[i:i + size] for i in range(0, len(queue), size)]
             if dask is not None:
-                results = dask.imap(queue)
+                results = dask.imap(batches)
             elif pool is not None:
-                results = pool.imap_unordered(_worker_eval, queue, chunksize=max(1, len(queue) // (8 * opts.workers)))
+                results = pool.imap_unordered(_worker_eval, batches)
             else:
-                results = (_worker_eval(b) for b in queue)
+                results = (_worker_eval(b) for b in batches)
             nxt = []
-            for box, bound in results:
-                evaluated += 1
-                if bound is not None and bound <= eps:
-                    proved.append((box, bound))
-                    proved_volume += box.volume()
-                else:
-                    err = point_error(model, g, d, box.centre, opts.prec)
-                    if err > BallContext(opts.prec).convert(eps):
-                        counter = {"x": [str(v) for v in box.centre], "error": err.str(20, radius=True)}
-                        break
-                    if box.width() / 2 < opts.min_width:
-                        undecided.append(box)
+            for batch in results:
+                for box, bound, centre in batch:
+                    evaluated += 1
+                    if bound is not None and bound <= eps:
+                        proved.append((box, bound))
+                        proved_volume += box.volume()
                     else:
-                        nxt.extend(box.split())
-                if progress is not None:
-                    progress(proved_volume, evaluated)
+                        last = box.width() / 2 < opts.min_width
+                        if centre or centre is None:
+                            # the floats proved the violation, or could not decide it: balls decide
+                            err = point_error(model, g, d, box.centre, opts.prec)
+                            if err > ceps or centre:
+                                counter = {"x": [str(v) for v in box.centre], "error": err.str(20, radius=True)}
+                                break
+                        if last:
+                            undecided.append(box)
+                        else:
+                            nxt.extend(box.split())
+                    if progress is not None:
+                        progress(proved_volume, evaluated)
+                if counter is not None:
+                    break
             queue = nxt
     finally:
         if pool is not None:

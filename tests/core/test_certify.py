@@ -170,3 +170,68 @@ def test_sweep_writes_csv_and_json(tmp_path, capsys):
         assert int(r["P"]) == math.ceil(1 / (2 * (eps / 4)))  # m = ceil(sqrt(d) / (2 r_g)), r_g = eps/(4 C_H)
         assert r["claims"] == "proved" and r["certificate"] == "proved"
         assert float(r["measured_max_error"]) <= float(r["certified_error"]) <= float(eps)
+
+
+# ------------------------------------------------------------------------------------------
+# the float64 box pass and the Arb one: certificates made either way check, tampering is caught
+# either way, and a bound below the truth is never accepted
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_tampered_model_is_refuted_by_both_evaluators(fast):
+    inst = sl.Instance(**SMALL)
+    K = sl.constants(inst)
+    mj = model_to_json(sl.build(K), 192)
+    mj["layers"][0]["heads"][3]["W_V"][1][K.d] = str(F(mj["layers"][0]["heads"][3]["W_V"][1][K.d]) + 1)
+    res = certify_model(mj, inst.target_text, 1, inst.eps, CertifyOptions(fast=fast))
+    assert res.verdict == "refuted" and res.counterexample is not None
+    # the counterexample is real: the error at that point, in 300-bit balls, exceeds eps
+    from symbounds.core.boxes import point_error
+    from symbounds.core.modelfile import model_from_json
+
+    x = [F(v) for v in res.counterexample["x"]]
+    err = point_error(model_from_json(mj), inst.target_expr(), 1, x, 300)
+    assert err.lower() > float(inst.eps)
+
+
+def test_certificates_made_either_way_check_either_way(monkeypatch):
+    """A float certificate's bounds hold in Arb too unless Arb is looser (then check uses the
+    floats); an Arb certificate checks with the float pass first.  Both check from scratch."""
+    inst = sl.Instance(**SMALL)
+    fast_cert, fast_res = certify_instance(inst, CertifyOptions(fast=True))
+    arb_cert, arb_res = certify_instance(inst, CertifyOptions(fast=False))
+    assert fast_res.verdict == arb_res.verdict == "proved"
+    for cert in (fast_cert, arb_cert):
+        assert check_certificate(cert)["boxes"] == len(cert["boxes"])
+    # with the float pass switched off in check, the Arb certificate still checks
+    import symbounds.core.certificate as certmod
+
+    monkeypatch.setattr(certmod, "float_evaluator", lambda model, prec: None)
+    assert check_certificate(arb_cert)["boxes"] == len(arb_cert["boxes"])
+
+
+def test_check_refuses_a_bound_below_the_truth_with_the_float_pass():
+    """Lower one recorded bound to just below the true error at its box's centre: neither the
+    floats nor Arb can prove it, so check must refuse."""
+    from symbounds.core.boxes import point_error
+    from symbounds.core.certificate import CertificateError
+    from symbounds.core.modelfile import model_from_json
+
+    inst = sl.Instance(**SMALL)
+    cert, _ = certify_instance(inst, CertifyOptions(fast=True))
+    model = model_from_json(cert["model"])
+    b = cert["boxes"][len(cert["boxes"]) // 2]
+    centre = [(F(a) + F(z)) / 2 for a, z in zip(b["lo"], b["hi"])]
+    true = point_error(model, inst.target_expr(), 1, centre, 300)
+    from symbounds.core.exact import arb_to_fraction
+
+    b["bound"] = str(arb_to_fraction(true.lower()) * F(999, 1000))
+    cert["max_bound"] = str(max(F(x["bound"]) for x in cert["boxes"]))
+    with pytest.raises(CertificateError, match="recomputed bound"):
+        check_certificate(cert)
+
+
+def test_certify_cli_arb_only_flag(tmp_path, capsys):
+    path = tmp_path / "arb.json"
+    assert main(["certify", *SMALL_FLAGS, "--quiet", "--arb-only", "--out", str(path)]) == 0
+    assert main(["check", str(path), "--quiet"]) == 0

@@ -1,0 +1,688 @@
+"""The network over many boxes at once: first-order Taylor models in outward-rounded float64.
+
+The same enclosure as :mod:`symbounds.core.taylor` (a number over a box ``x0 +- h`` is
+``c + <g, delta> + [-r, r]`` for every ``|delta_i| <= h_i``; products, ``exp``, ``1/b`` and ReLU
+with the remainders written there), but each quantity is a NumPy array over a batch of boxes and
+over the tokens, and every float operation is rounded outward (:mod:`symbounds.core.outward`):
+the coefficients ``c`` and ``g`` are plain doubles, and every rounding error, times the half-width
+it multiplies, is added to the remainder ``r``, itself computed upward.  So the model encloses the
+exact network on every box of the batch, like the Arb one, at a fraction of its cost: one NumPy
+pass per operation instead of one Python object per scalar.
+
+Where float64 cannot decide (a denominator whose range contains 0, a non-finite value, a bound
+too wide for the claim), the caller falls back to the Arb Taylor models, box by box
+(:func:`symbounds.core.boxes.box_bounds`).
+
+Structure found from the weights, as in :func:`symbounds.core.transformer.forward`:
+
+* the *affine prefix* ``Z(x) = F_0 + sum_i x_i F_i`` (leading layers affine in ``x``) is computed
+  once, as float intervals at ``x = 0`` and ``x = e_i``; a head whose scores are input
+  independent computes its attention weights once for all those points;
+* readout pruning: from the last attention layer on, only the readout's column is evaluated;
+* linear ReLU pairs ``relu(y) - relu(-y)`` are evaluated as ``y``; silent heads are skipped.
+
+Supported: vector-input models with a readout, softmax attention and feed-forward layers.  Anything
+else (hardmax attention, token input) makes :func:`evaluator` return None, and the Arb path runs.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import flint
+import numpy as np
+import sympy
+
+from . import outward as fo
+from .contexts import BallContext
+from .exact import arb_to_fraction
+from .transformer import Attention, Transformer, _linear_pairs, _needed_rows, _value_columns
+
+__all__ = ["FTM", "FloatBoxEvaluator", "evaluator"]
+
+#: Largest number of array entries one batch may create in its widest operation.
+_BATCH_ENTRIES = 1 << 22
+
+
+class FTM:
+    """Arrays ``c + <G, delta> + [-r, r]``: ``c`` and ``r`` of shape ``(B,) + S``, ``G`` of shape
+    ``(B, d) + S`` or None (the same value on the whole box: an interval ``c +- r``)."""
+
+    __slots__ = ("G", "c", "r")
+
+    def __init__(self, c, G, r):
+        self.c, self.G, self.r = c, G, r
+
+    def __getitem__(self, idx):
+        """Entries ``idx`` of the shape ``S`` (the batch axis is kept)."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        G = None if self.G is None else self.G[(slice(None), slice(None)) + idx]
+        return FTM(self.c[(slice(None),) + idx], G, self.r[(slice(None),) + idx])
+
+
+class _Boxes:
+    """Half-widths ``h`` (shape ``(B, d)``) of a batch of boxes, and the helpers that need them."""
+
+    def __init__(self, h):
+        self.h = h
+        self.d = h.shape[1]
+        #: boxes on which some step could not be enclosed (a denominator's range contains 0)
+        self.bad = np.zeros(h.shape[0], dtype=bool)
+
+    def hx(self, ndim: int):
+        """``h`` shaped to broadcast against a gradient of ``ndim`` dimensions ``(B, d) + S``."""
+        return self.h.reshape(self.h.shape + (1,) * (ndim - 2))
+
+    def lin(self, G, shape):
+        """An upper bound of ``|<G, delta>|`` over the box (zeros for ``G = None``)."""
+        if G is None:
+            return np.zeros(shape)
+        return fo.sum_up(fo.up(np.abs(G) * self.hx(G.ndim)), axis=1)
+
+    def dev(self, a: FTM):
+        """An upper bound of ``|value - c|``."""
+        return fo.up(self.lin(a.G, a.c.shape) + a.r)
+
+    def range(self, a: FTM):
+        """``(lo, hi)`` with ``lo <= value <= hi`` over the box."""
+        dv = self.dev(a)
+        return fo.down(a.c - dv), fo.up(a.c + dv)
+
+    def fold(self, c, G, r, *errs):
+        """The model ``c + <G, delta> + [-R, R]``, with ``R = r`` plus the rounding errors:
+        ``errs`` alternate (error of c, error of G); a G error counts times ``h``."""
+        for e_c, e_G in zip(errs[0::2], errs[1::2]):
+            if e_c is not None:
+                r = fo.up(r + e_c)
+            if e_G is not None:
+                r = fo.up(r + self.lin(e_G, r.shape))
+        return FTM(c, G, r)
+
+    # --- arithmetic -----------------------------------------------------------------------------
+    def add(self, a: FTM, b: FTM, sign: float = 1.0) -> FTM:
+        """``a + b`` (``a - b`` for ``sign = -1``), with broadcasting."""
+        c = a.c + sign * b.c
+        if a.G is None and b.G is None:
+            G = eG = None
+        else:
+            G = a.G if b.G is None else (sign * b.G if a.G is None else a.G + sign * b.G)
+            eG = fo.err(G) if (a.G is not None and b.G is not None) else None
+        r = fo.up(a.r + b.r)
+        return self.fold(c, G, np.broadcast_to(r, c.shape), fo.err(c), eG)
+
+    def mul(self, a: FTM, b: FTM) -> FTM:
+        """``a * b`` elementwise (broadcasting): ``c = ca cb``, ``g = ga cb + gb ca`` and the
+        remainder ``|La| |Lb| + ra (|cb| + Lb) + rb (|ca| + La) + ra rb``."""
+        c = a.c * b.c
+        La, Lb = self.lin(a.G, a.c.shape), self.lin(b.G, b.c.shape)
+        G, eG = None, None
+        if a.G is not None:
+            p = a.G * _grad_axis(b.c)
+            G, eG = p, fo.err(p)
+        if b.G is not None:
+            q = b.G * _grad_axis(a.c)
+            if G is None:
+                G, eG = q, fo.err(q)
+            else:
+                G = G + q
+                eG = fo.up(fo.up(eG + fo.err(q)) + fo.err(G))
+        ab_c, ab_a = np.abs(b.c), np.abs(a.c)
+        rem = fo.up(La * Lb)
+        rem = fo.up(rem + fo.up(a.r * fo.up(ab_c + Lb)))
+        rem = fo.up(rem + fo.up(b.r * fo.up(ab_a + La)))
+        rem = fo.up(rem + fo.up(a.r * b.r))
+        return self.fold(c, G, rem, fo.err(c), eG)
+
+    def sum(self, a: FTM, axis: int) -> FTM:
+        """The sum over ``axis`` of the shape ``S`` (0-based, after the batch axis)."""
+        ax = axis + 1
+        n = a.c.shape[ax]
+        c = a.c.sum(axis=ax)
+        e_c = fo.up(fo.sum_up(np.abs(a.c), ax) * float(fo.up(2 * n * fo.U)))
+        G = e_G = None
+        if a.G is not None:
+            G = a.G.sum(axis=ax + 1)
+            e_G = fo.up(fo.sum_up(np.abs(a.G), ax + 1) * float(fo.up(2 * n * fo.U)))
+        return self.fold(c, G, fo.sum_up(a.r, ax), e_c, e_G)
+
+    def linear(self, W, a: FTM) -> FTM:
+        """``W @ a`` along the first axis of ``S`` (``a`` of shape ``(B, D, n)``), for a weight
+        matrix ``W = (Wm, Wr)`` of float balls: ``Wm c``, ``Wm g`` and the remainder
+        ``|Wm| r + Wr (|c| + L + r)``."""
+        Wm, Wr = W
+        aW = np.abs(Wm)
+        c = Wm @ a.c
+        e_c = fo.matmul_err(aW, np.abs(a.c))
+        G = e_G = None
+        if a.G is not None:
+            G = Wm @ a.G
+            e_G = fo.matmul_err(aW, np.abs(a.G))
+        r = fo.matmul_up(aW, a.r)
+        if Wr is not None:
+            size = fo.up(fo.up(np.abs(a.c) + self.lin(a.G, a.c.shape)) + a.r)
+            r = fo.up(r + fo.matmul_up(Wr, size))
+        return self.fold(c, G, r, e_c, e_G)
+
+    def scale(self, k, a: FTM) -> FTM:
+        """``k a`` for a scalar float ball ``k = (km, kr)``."""
+        km, kr = k
+        c = km * a.c
+        G = None if a.G is None else km * a.G
+        r = fo.up(abs(km) * a.r)
+        if kr:
+            size = fo.up(fo.up(np.abs(a.c) + self.lin(a.G, a.c.shape)) + a.r)
+            r = fo.up(r + fo.up(kr * size))
+        return self.fold(c, G, r, fo.err(c), None if G is None else fo.err(G))
+
+    def exp(self, a: FTM) -> FTM:
+        """``e^{c + u + e}`` (``|u| <= U``, ``|e| <= r``) as ``ec (1 + t) + ec u`` plus the remainder
+        ``ec t' + er (1 + U + Rmax) + e^c_hi e^{U + r} r``: ``[ec - er, ec + er]`` encloses
+        ``e^c``, ``e^u - 1 - u`` lies in ``[0, Rmax]`` with ``Rmax`` the smaller of
+        ``e^U - 1 - U`` (rounded up) and ``U^2 / 2 e^U`` (no cancellation for small ``U``),
+        centred at ``t = Rmax / 2`` (``t' >= Rmax - t``).  An interval (no gradient) is mapped
+        through its ends, ``[e^{c-r}, e^{c+r}]``."""
+        if a.G is None:
+            lo, hi = fo.exp_lower(fo.down(a.c - a.r)), fo.exp_upper(fo.up(a.c + a.r))
+            c = lo * 0.5 + hi * 0.5
+            return FTM(c, None, fo.up(np.maximum(fo.up(hi - c), fo.up(c - lo)) + fo.err(c)))
+        lo, hi = fo.exp_bounds(a.c)
+        ec, er = hi, fo.up(hi - lo)
+        U = self.lin(a.G, a.c.shape)
+        eUr = fo.exp_upper(fo.up(U + a.r))  # >= e^U as well
+        Rmax = np.minimum(fo.up(fo.up(fo.up(U * U) * 0.5) * eUr), fo.up(fo.up(eUr - 1.0) - U))
+        t = Rmax * 0.5
+        tp = np.maximum(t, fo.up(Rmax - t))
+        one_t = 1.0 + t
+        c = ec * one_t
+        e_c = fo.up(fo.err(one_t) * ec + fo.err(c))  # ec (1 + t) with 1 + t and the product rounded
+        G = a.G * _grad_axis(ec)
+        e_G = fo.err(G)
+        rem = fo.up(ec * tp)
+        rem = fo.up(rem + fo.up(er * fo.up(fo.up(1.0 + U) + Rmax)))
+        rem = fo.up(rem + fo.up(fo.up(hi * eUr) * a.r))
+        return self.fold(c, G, rem, e_c, e_G)
+
+    def reciprocal(self, b: FTM):
+        """``(1/b, ok)``: ``1/c - g/c^2`` plus ``r/c^2 + (L + r)^2 / min|b|^3``; ``ok`` is False
+        where the range of ``b`` contains 0 (that entry's model is then meaningless)."""
+        lo, hi = self.range(b)
+        ok = (lo > 0) | (hi < 0)
+        min_abs = np.where(lo > 0, lo, np.where(hi < 0, -hi, 1.0))
+        q = 1.0 / b.c  # |1/c - q| <= e_q
+        e_q = fo.err(q)
+        q2 = q * q  # |1/c^2 - q2| <= e_q (2|q| + e_q) + err(q2)
+        e_q2 = fo.up(fo.up(e_q * fo.up(2 * np.abs(q) + e_q)) + fo.err(q2))
+        G = e_G = None
+        if b.G is not None:
+            G = -b.G * _grad_axis(q2)
+            e_G = fo.up(fo.up(np.abs(b.G) * _grad_axis(e_q2)) + fo.err(G))
+        U = self.dev(b)
+        m3 = fo.down(fo.down(min_abs * min_abs) * min_abs)
+        rem = fo.up(fo.up(U * U) / np.where(ok, m3, 1.0))
+        rem = fo.up(rem + fo.up(b.r * fo.up(q2 + e_q2)))
+        return self.fold(q, G, rem, e_q, e_G), ok
+
+    def relu(self, a: FTM) -> FTM:
+        """``a`` where its range is ``>= 0``, 0 where ``<= 0``, else the constant hull ``[0, hi]``."""
+        lo, hi = self.range(a)
+        pos, neg = lo >= 0, hi <= 0
+        mixed = ~(pos | neg)
+        half = np.where(mixed, hi * 0.5, 0.0)
+        hull_r = np.maximum(half, fo.up(hi - half))
+        c = np.where(pos, a.c, half)
+        r = np.where(pos, a.r, np.where(neg, 0.0, hull_r))
+        G = None if a.G is None else np.where(_grad_axis(pos), a.G, 0.0)
+        return FTM(c, G, r)
+
+
+def _grad_axis(x):
+    """``x`` of shape ``(B,) + S`` shaped to broadcast against a gradient ``(B, d) + S``."""
+    return x[:, None]
+
+
+# ------------------------------------------------------------------------------------------
+# weights
+
+
+def _ball_of(v, ball: BallContext):
+    """``(m, r)``: a double and a radius enclosing the exact weight ``v``."""
+    if isinstance(v, (int, Fraction)) and not isinstance(v, bool):
+        return fo.from_fraction(Fraction(v))
+    if isinstance(v, sympy.Basic) and v.is_Rational:
+        return fo.from_fraction(Fraction(int(v.p), int(v.q)))
+    if isinstance(v, flint.fmpq):
+        return fo.from_fraction(Fraction(int(v.p), int(v.q)))
+    with ball.scope():
+        x = v if isinstance(v, flint.arb) else ball.convert(v)
+        if not x.is_finite():
+            return 0.0, np.inf
+        lo, hi = arb_to_fraction(x.lower()), arb_to_fraction(x.upper())
+    m, e = fo.from_fraction((lo + hi) / 2)
+    return m, float(fo.up(fo.up(float(fo.up(float((hi - lo) / 2)))) + e))
+
+
+def _matrix(M, conv):
+    """A weight matrix as float balls ``(Wm, Wr)`` (``Wr`` None when every entry is a double)."""
+    rows = [[conv(v) for v in row] for row in M]
+    Wm = np.array([[m for m, _ in row] for row in rows], dtype=np.float64).reshape(len(M), -1)
+    Wr = np.array([[r for _, r in row] for row in rows], dtype=np.float64).reshape(len(M), -1)
+    return Wm, (Wr if Wr.any() else None)
+
+
+class FloatBoxEvaluator:
+    """One model's weights as float balls, its affine prefix as float intervals, and the box pass.
+
+    Build it with :func:`evaluator`; :meth:`ranges` gives ``(lo, hi)`` enclosures of the readout
+    over each box of a batch."""
+
+    def __init__(self, model: Transformer, prec: int = 128):
+        self.model = model
+        ball = BallContext(prec)
+        num = model.numeric(ball)
+        self.d = len(model.embedding.E[0])
+        self.column = model.embedding.column
+        self.layers = []
+        const, _, _, silent = model._analyse()
+        first = model.layers[0] if model.layers else None
+        # tokens whose values can be nonzero at the first layer (exact zeros of the embedding)
+        vcols0 = (_value_columns(model, first, range(len(first.heads)))
+                  if isinstance(first, Attention) else {})
+        # The weights of the numeric model in the ball context (named constants evaluated there),
+        # but an exact rational weight is converted directly.
+        for i, (layer, nlayer) in enumerate(zip(model.layers, num.layers)):
+            conv = _converter(ball)
+            if isinstance(layer, Attention):
+                heads = []
+                for h, (head, nh) in enumerate(zip(layer.heads, nlayer[4])):
+                    if (i, h) in silent:
+                        continue
+                    mats = [_matrix(_pick(e, n), conv) for e, n in zip((head.W_Q, head.W_K, head.W_V, head.W_O), nh)]
+                    heads.append((h, mats, bool(const.get((i, h))), vcols0.get(h) if i == 0 else None))
+                tau = None if layer.tau is None else _scalar(_pick(layer.tau, nlayer[3]), conv, True, ball)
+                self.layers.append(("attention", heads, _scalar(_pick(layer.skip, nlayer[2]), conv), tau))
+            else:
+                W1 = _matrix(_pick(layer.W1, nlayer[1]), conv)
+                b1 = _vector(_pick(layer.b1, nlayer[2]), conv)
+                W2 = _matrix(_pick(layer.W2, nlayer[3]), conv)
+                b2 = _vector(_pick(layer.b2, nlayer[4]), conv)
+                self.layers.append(("ffn", W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer[5]), conv),
+                                    _linear_pairs(layer)))
+        conv = _converter(ball)
+        self.base = _matrix(_pick(model.embedding.base, num.base), conv)
+        self.E = _matrix(_pick(model.embedding.E, num.E), conv)
+        self.readout = model.readout
+        self.needed = _needed_rows(model)
+        self.prefix = model.affine_prefix()
+        self.dep = model._analyse()[2]
+        self._prefix_maps = None
+        self._read = None
+
+    # --- the pass ---------------------------------------------------------------------------------
+    def _embed(self, bx: _Boxes, x0) -> FTM:
+        """``Z_0 = base + E x`` (``x`` added to column ``column``) over the boxes."""
+        Bm, Br = self.base
+        B, (D, n) = x0.shape[0], Bm.shape
+        c = np.broadcast_to(Bm, (B, D, n)).copy()
+        r = np.broadcast_to(Br if Br is not None else np.zeros((D, n)), (B, D, n)).copy()
+        Em, Er = self.E
+        col = c[:, :, self.column] + x0 @ Em.T
+        e_col = fo.up(fo.matmul_err(np.abs(x0), np.abs(Em.T)) + fo.err(col))
+        size = fo.up(np.abs(x0) + bx.h)
+        if Er is not None:
+            e_col = fo.up(e_col + fo.matmul_up(size, Er.T))
+        c[:, :, self.column] = col
+        r[:, :, self.column] = fo.up(r[:, :, self.column] + e_col)
+        G = np.zeros((B, bx.d, D, n))
+        G[:, :, :, self.column] = np.broadcast_to(Em.T, (B, bx.d, D))
+        return FTM(c, G, r)
+
+    def _run(self, bx: _Boxes, Z: FTM, start: int, stop: int, prune: bool, shared_scores: bool):
+        """``(Z_stop, cols)``: the layers ``start..stop-1``; with ``prune``, the first layer that
+        only the readout's column needs keeps only ``cols`` (None if no layer pruned)."""
+        kept = None
+        for i in range(start, stop):
+            layer = self.layers[i]
+            cols = self.needed.get(i) if (prune and kept is None) else None
+            if layer[0] == "attention":
+                Z = self._attention(bx, layer, Z, cols, shared_scores)
+            else:
+                Z = self._ffn(bx, layer, Z, cols)
+            kept = kept if cols is None else list(cols)
+        return Z, kept
+
+    def _attention(self, bx, layer, Z: FTM, cols, shared_scores) -> FTM:
+        _, heads, skip, tau = layer
+        out = bx.scale(skip, Z) if skip[0] or skip[1] else None
+        if cols is not None:
+            out = None if out is None else out[:, list(cols)]
+        for _h, (WQ, WK, WV, WO), const, vcols in heads:
+            one = shared_scores and const  # input-independent scores: the first point serves all
+            sbx = _Boxes(bx.h[:1]) if one else bx
+            src = FTM(Z.c[:1], None if Z.G is None else Z.G[:1], Z.r[:1]) if one else Z
+            Q = sbx.linear(WQ, src)
+            K = sbx.linear(WK, src)
+            if cols is not None:
+                Q = Q[:, list(cols)]
+            V = bx.linear(WV, Z)
+            if Q.G is None and K.G is None and V.G is None:
+                # intervals (the points of the affine prefix): only the value columns' weights
+                keep = list(range(V.c.shape[2])) if vcols is None else vcols
+                pi, ok = _softmax_interval(Q, K, tau, keep)
+                A = _interval_matmul(pi, FTM(V.c[:, :, keep], None, V.r[:, :, keep]))
+            else:
+                pi, ok = _softmax(sbx, Q, K, tau)
+                A = _weighted_values(bx, pi, V)
+            bx.bad |= ~ok.all(axis=1)
+            contrib = bx.linear(WO, A)
+            out = contrib if out is None else bx.add(out, contrib)
+        if out is None:
+            n = Z.c.shape[2] if cols is None else len(cols)
+            z = np.zeros((Z.c.shape[0], Z.c.shape[1], n))
+            out = FTM(z, None, z.copy())
+        return out
+
+    def _ffn(self, bx, layer, Z: FTM, cols) -> FTM:
+        _, W1, b1, W2, b2, skip, pairs = layer
+        if cols is not None:
+            Z = Z[:, list(cols)]
+        H = _add_bias(bx, bx.linear(W1, Z), b1)
+        S = bx.relu(H)
+        if pairs:
+            idx = [u for u, _ in pairs]
+            idx2 = [u2 for _, u2 in pairs]
+            S.c[:, idx], S.r[:, idx] = H.c[:, idx], H.r[:, idx]
+            S.c[:, idx2], S.r[:, idx2] = 0.0, 0.0
+            if S.G is not None:
+                S.G[:, :, idx] = H.G[:, :, idx]
+                S.G[:, :, idx2] = 0.0
+        out = _add_bias(bx, bx.linear(W2, S), b2)
+        if skip[0] or skip[1]:
+            out = bx.add(out, bx.scale(skip, Z))
+        return out
+
+    def setup(self):
+        """The one-off work: the affine prefix (:meth:`_prefix`).  Raises ValueError when float64
+        cannot enclose it."""
+        if self.prefix > 0:
+            self._prefix()
+
+    def _prefix(self):
+        """``(F_0, [F_i])`` as float intervals ``(c, r)``: the affine prefix at x = 0 and x = e_i."""
+        if self._prefix_maps is None:
+            d = self.d
+            pts = np.vstack([np.zeros((1, d)), np.eye(d)])
+            bx = _Boxes(np.zeros((d + 1, 0)))
+            Z = self._embed_points(bx, pts)
+            Z, _ = self._run(bx, Z, 0, self.prefix, prune=False, shared_scores=True)
+            if bx.bad.any():
+                raise ValueError("the affine prefix cannot be enclosed in float64")
+            F0c, F0r = Z.c[0], Z.r[0]
+            Fc, Fr = [], []
+            dep = np.array(self.dep, dtype=bool)
+            for k in range(1, d + 1):
+                diff = Z.c[k] - F0c
+                e = fo.up(fo.up(Z.r[k] + F0r) + fo.err(diff))
+                Fc.append(np.where(dep, diff, 0.0))  # entries no input reaches do not change
+                Fr.append(np.where(dep, e, 0.0))
+            maps = (F0c, F0r, np.array(Fc), np.array(Fr))
+            if not all(np.isfinite(a).all() for a in maps):
+                raise ValueError("the affine prefix cannot be enclosed in float64")
+            self._prefix_maps = maps
+        return self._prefix_maps
+
+    def _embed_points(self, bx, pts) -> FTM:
+        Z = self._embed(_Boxes(np.zeros((pts.shape[0], pts.shape[1]))), pts)
+        return FTM(Z.c, None, Z.r)
+
+    def _from_prefix(self, bx: _Boxes, x0) -> FTM:
+        """``F_0 + sum_i x_i F_i`` over the boxes: ``c = F_0 + sum x0_i F_i``, ``g_i = F_i``, and
+        the remainder ``r_0 + sum_i r_i (|x0_i| + h_i)`` plus rounding."""
+        F0c, F0r, Fc, Fr = self._prefix()
+        rows = self._rows_read()
+        B = x0.shape[0]
+        d = self.d
+        D, n = F0c.shape
+        sub = (len(rows), n)
+        X = np.hstack([np.ones((B, 1)), x0])  # (B, d+1)
+        stack = np.vstack([F0c[rows].reshape(1, -1), Fc[:, rows].reshape(d, -1)])  # (d+1, rows n)
+        c_sub = (X @ stack).reshape((B,) + sub)
+        e_sub = fo.matmul_err(np.abs(X), np.abs(stack)).reshape((B,) + sub)
+        size = np.hstack([np.ones((B, 1)), fo.up(np.abs(x0) + bx.h)])
+        rstack = np.vstack([F0r[rows].reshape(1, -1), Fr[:, rows].reshape(d, -1)])
+        r_sub = fo.up(fo.matmul_up(size, rstack).reshape((B,) + sub) + e_sub)
+        # rows the next layer does not read stay exactly 0: they cannot change the output
+        c, r, G = np.zeros((B, D, n)), np.zeros((B, D, n)), np.zeros((B, d, D, n))
+        c[:, rows], r[:, rows] = c_sub, r_sub
+        G[:, :, rows] = Fc[None, :, rows]
+        return FTM(c, G, r)
+
+    def _rows_read(self) -> list:
+        """The rows of the state after the affine prefix that can reach the output: those the
+        next layer reads (queries, keys, values or first-layer weights, and every row through a
+        nonzero skip), or the readout's row when the prefix is the whole network."""
+        if self._read is None:
+            D = self.base[0].shape[0]
+            if self.prefix >= len(self.layers):
+                self._read = [self.readout.row]
+            else:
+                layer = self.layers[self.prefix]
+                if layer[0] == "attention":
+                    mats = [m for _, ms, _, _ in layer[1] for m in ms[:3]]
+                    skip = layer[2]
+                else:
+                    mats, skip = [layer[1]], layer[5]
+                used = np.zeros(D, dtype=bool)
+                for Wm, Wr in mats:
+                    used |= (Wm != 0).any(axis=0)
+                    if Wr is not None:
+                        used |= (Wr != 0).any(axis=0)
+                if skip[0] or skip[1]:
+                    used[:] = True
+                self._read = [int(i) for i in np.flatnonzero(used)]
+        return self._read
+
+    def ranges(self, lo, hi):
+        """``(lo, hi, ok)`` float enclosures of the readout ``T`` over the boxes ``[lo_b, hi_b]``
+        (sequences of exact rationals); ``ok[b]`` is False where float64 could not enclose it (the
+        caller then uses Arb)."""
+        out = self.enclose(lo, hi)
+        return out[0], out[1], out[2]
+
+    def enclose(self, lo, hi):
+        """``(lo, hi, ok, centre_lo, centre_hi)``: :meth:`ranges`, and an enclosure of ``T`` at
+        the centre of each box read off the same model (``c +- r``, its value at ``delta = 0``):
+        wider than a point evaluation by the remainder, and free."""
+        B = len(lo)
+        x0, h = _centres(lo, hi)
+        res = [np.full(B, -np.inf), np.full(B, np.inf), np.zeros(B, dtype=bool),
+               np.full(B, -np.inf), np.full(B, np.inf)]
+        step = max(1, _BATCH_ENTRIES // self._entries_per_box())
+        for s in range(0, B, step):
+            sl = slice(s, s + step)
+            with np.errstate(all="ignore"):
+                a, b, bad, ca, cb = self._batch(x0[sl], h[sl])
+            fin = np.isfinite(a) & np.isfinite(b) & ~bad
+            res[0][sl], res[1][sl], res[2][sl] = a, b, fin
+            res[3][sl], res[4][sl] = np.where(fin, ca, -np.inf), np.where(fin, cb, np.inf)
+        return tuple(res)
+
+    def _batch(self, x0, h):
+        bx = _Boxes(h)
+        with np.errstate(all="ignore"):
+            Z = self._from_prefix(bx, x0) if self.prefix > 0 else self._embed(bx, x0)
+        Z, kept = self._run(bx, Z, self.prefix, len(self.layers), prune=True, shared_scores=False)
+        ro = self.readout
+        j = ro.column if kept is None else kept.index(ro.column)
+        T = Z[ro.row, j]
+        lo, hi = bx.range(T)
+        return lo, hi, bx.bad, fo.down(T.c - T.r), fo.up(T.c + T.r)
+
+    def _entries_per_box(self) -> int:
+        """The widest array a box creates after the prefix (for the batch size)."""
+        n = len(self.model.embedding.base[0])
+        D = len(self.model.embedding.base)
+        worst = D * n
+        for i in range(self.prefix, len(self.layers)):
+            layer = self.layers[i]
+            nq = len(self.needed[i]) if i in self.needed else n
+            if layer[0] == "attention":
+                for _, (WQ, _, WV, _), _, _ in layer[1]:
+                    worst = max(worst, max(WQ[0].shape[0], WV[0].shape[0]) * nq * n)
+            else:
+                worst = max(worst, layer[1][0].shape[0] * nq)
+        return worst * (self.d + 1)
+
+
+def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau):
+    """``(pi, ok)``: ``pi[b, j, k] = softmax_k(<Q_j, K_k> / tau)`` (``Q`` of shape ``(B, dk, nq)``,
+    ``K`` of ``(B, dk, n)``), shifted by the score with the largest upper end in each row."""
+    Qe, Ke = Q[:, :, None], K[:, None, :]  # (B, dk, nq, 1) and (B, dk, 1, n)
+    S = bx.sum(bx.mul(Qe, Ke), 0)  # (B, nq, n)
+    if tau is not None:
+        S = bx.scale(tau, S)
+    E = bx.exp(bx.add(S, _shift(S), -1.0))
+    total = bx.sum(E, 1)  # (B, nq)
+    inv, ok = bx.reciprocal(total)
+    inv = FTM(inv.c[:, :, None], None if inv.G is None else inv.G[:, :, :, None], inv.r[:, :, None])
+    return bx.mul(E, inv), ok
+
+
+def _softmax_interval(Q: FTM, K: FTM, tau, keep, block: int = 1 << 22):
+    """``(pi[:, :, keep], ok)`` for interval scores (no gradients): ``pi`` in
+    ``[E_lo / N_hi, E_hi / N_lo]`` with ``E = exp(s - m)`` enclosed from the ends of each score's
+    interval and ``N`` the row's sum of ``E``.  The shift ``m`` (the row's largest centre) is any
+    double: the softmax does not depend on it.  The terms below ``e^-745`` cost no polynomial
+    (:func:`symbounds.core.outward.exp_upper`), so a large attention scale, where nearly every
+    weight of a row underflows, is cheap.  Rows are taken in blocks of at most ``block`` scores."""
+    Qt = FTM(np.swapaxes(Q.c, 1, 2), None, np.swapaxes(Q.r, 1, 2))  # (B, nq, dk)
+    nq, n = Qt.c.shape[1], K.c.shape[2]
+    step = max(1, block // max(1, n))
+    los, his, oks = [], [], []
+    for j0 in range(0, nq, step):
+        qc, qr = Qt.c[:, j0:j0 + step], Qt.r[:, j0:j0 + step]
+        Sc = qc @ K.c
+        Sr = fo.up(fo.up(fo.matmul_up(np.abs(qc), K.r) + fo.matmul_up(fo.up(qr), fo.up(np.abs(K.c) + K.r)))
+                   + fo.matmul_err(np.abs(qc), np.abs(K.c)))
+        if tau is not None:
+            tm, tr = tau
+            S2 = tm * Sc
+            Sr = fo.up(fo.up(abs(tm) * Sr) + fo.err(S2))
+            if tr:
+                Sr = fo.up(Sr + fo.up(tr * fo.up(np.abs(Sc) + Sr)))
+            Sc = S2
+        a = Sc - Sc.max(axis=2, keepdims=True)
+        ra = fo.up(Sr + fo.err(a))
+        Elo, Ehi = fo.exp_lower(fo.down(a - ra)), fo.exp_upper(fo.up(a + ra))
+        tot_lo = fo.down(Elo.sum(axis=2, keepdims=True) * float(fo.down(1.0 - 2 * n * fo.U)))
+        tot_hi = fo.sum_up(Ehi, axis=2)[:, :, None]
+        oks.append((tot_lo > 0)[:, :, 0])
+        los.append(np.maximum(fo.down(Elo[:, :, keep] / tot_hi), 0.0))
+        his.append(fo.up(Ehi[:, :, keep] / np.where(tot_lo > 0, tot_lo, 1.0)))
+    lo, hi = np.concatenate(los, axis=1), np.concatenate(his, axis=1)
+    c = lo * 0.5 + hi * 0.5
+    return FTM(c, None, np.maximum(fo.up(hi - c), fo.up(c - lo))), np.concatenate(oks, axis=1)
+
+
+def _shift(S: FTM) -> FTM:
+    """The shift of each softmax row: any function of ``x`` subtracted from every score of a row
+    leaves its softmax unchanged, so the shift is an exact affine model chosen for tight
+    enclosures: the row's largest centre, and the gradient ``sum_k w_k g_k`` averaged with the
+    softmax weights ``w`` of the centres.  Then the scores that carry the weight have small
+    gradient differences, whichever of them is largest on the box.  (Shifting by one score's
+    model instead makes the enclosure depend on a near-tie of upper ends.)"""
+    cm = S.c.max(axis=2, keepdims=True)
+    if S.G is None:
+        return FTM(cm, None, np.zeros_like(cm))
+    with np.errstate(all="ignore"):
+        w = np.exp(S.c - cm)
+        w = w / w.sum(axis=2, keepdims=True)
+    w = np.where(np.isfinite(w), w, 0.0)
+    gm = (S.G * w[:, None]).sum(axis=3, keepdims=True)
+    return FTM(cm, gm, np.zeros_like(cm))
+
+
+def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
+    """``A[b, a, j] = sum_k pi[b, j, k] V[b, a, k]`` (``pi`` may have batch size 1)."""
+    if pi.G is None and V.G is None:
+        return _interval_matmul(pi, V)
+    P = FTM(pi.c[:, None], None if pi.G is None else pi.G[:, :, None], pi.r[:, None])  # (B, 1, nq, n)
+    Vv = V[:, None, :]  # (B, dv, 1, n)
+    return bx.sum(bx.mul(P, Vv), 2)
+
+
+def _interval_matmul(pi: FTM, V: FTM) -> FTM:
+    """``V pi^T`` for intervals (no gradients): midpoints through BLAS, radii bounded a priori."""
+    pc, pr = pi.c, pi.r  # (B', nq, n)
+    vc, vr = V.c, V.r  # (B, dv, n)
+    pcT, prT = np.swapaxes(pc, 1, 2), np.swapaxes(pr, 1, 2)  # (B', n, nq)
+    c = vc @ pcT
+    e = fo.matmul_err(np.abs(vc), np.abs(pcT))
+    r = fo.up(fo.matmul_up(vr, np.abs(pcT)) + fo.matmul_up(fo.up(np.abs(vc) + vr), prT))
+    return FTM(c, None, fo.up(r + e))
+
+
+def _add_bias(bx: _Boxes, a: FTM, b) -> FTM:
+    bm, br = b
+    if not bm.any() and (br is None or not br.any()):
+        return a
+    r = np.zeros_like(bm) if br is None else br
+    return bx.add(a, FTM(bm[None, :, None], None, r[None, :, None]))
+
+
+def _centres(lo, hi):
+    """Centres (rounded) and half-widths (rounded up) of boxes given by exact ends; the centre's
+    rounding error is added to the half-width, so the float box contains the exact one."""
+    B, d = len(lo), len(lo[0])
+    x0 = np.empty((B, d))
+    h = np.empty((B, d))
+    for b in range(B):
+        for i in range(d):
+            a, z = Fraction(lo[b][i]), Fraction(hi[b][i])
+            m, e = fo.from_fraction((a + z) / 2)
+            x0[b, i] = m
+            h[b, i] = float(fo.up(fo.up(float(fo.up(float((z - a) / 2)))) + e))
+    return x0, h
+
+
+def _converter(ball):
+    return lambda v: _ball_of(v, ball)
+
+
+def _pick(exact, numeric):
+    """The exact weights where they are rationals (converted directly), else the numeric ones."""
+    if _all_rational(exact):
+        return exact
+    return numeric
+
+
+def _all_rational(M) -> bool:
+    if isinstance(M, (tuple, list)):
+        return all(_all_rational(v) for v in M)
+    return isinstance(M, (int, Fraction)) or (isinstance(M, sympy.Basic) and M.is_Rational)
+
+
+def _scalar(v, conv, invert=False, ball=None):
+    """A scalar weight (or its reciprocal) as a float ball."""
+    if not invert:
+        return conv(v)
+    if isinstance(v, sympy.Basic) and v.is_Rational:
+        v = Fraction(int(v.p), int(v.q))
+    if isinstance(v, (int, Fraction)):
+        return conv(1 / Fraction(v))
+    with ball.scope():
+        return conv(1 / v)
+
+
+def _vector(v, conv):
+    Wm, Wr = _matrix([list(v)], conv)
+    return Wm[0], (None if Wr is None else Wr[0])
+
+
+def evaluator(model: Transformer, prec: int = 128):
+    """A :class:`FloatBoxEvaluator` for ``model``, or None when the float path does not apply
+    (token input, no readout, hardmax attention)."""
+    if model.input != "vector" or model.readout is None or model.embedding is None:
+        return None
+    if any(isinstance(layer, Attention) and layer.kind != "softmax" for layer in model.layers):
+        return None
+    return FloatBoxEvaluator(model, prec)
