@@ -4,6 +4,7 @@ and `symbounds check` rejects every kind of edit."""
 import csv
 import json
 import math
+from pathlib import Path
 from fractions import Fraction as F
 
 import pytest
@@ -235,3 +236,36 @@ def test_certify_cli_arb_only_flag(tmp_path, capsys):
     path = tmp_path / "arb.json"
     assert main(["certify", *SMALL_FLAGS, "--quiet", "--arb-only", "--out", str(path)]) == 0
     assert main(["check", str(path), "--quiet"]) == 0
+
+
+OLD_CERTIFICATES = sorted((Path(__file__).parent.parent / "data" / "certificates").glob("v0.1-*.json"))
+
+
+@pytest.mark.parametrize("path", OLD_CERTIFICATES, ids=lambda p: p.stem)
+def test_certificates_written_by_version_0_1_still_check(path):
+    """Certificates written by symbounds 0.1.0 (every box evaluated in Arb, the softmax shifted by
+    one score's model) check with today's float-first re-evaluation; one of them records a largest
+    bound of 0.49935 against eps = 1/2."""
+    from symbounds.core.certificate import load_certificate
+
+    assert len(OLD_CERTIFICATES) == 3
+    cert = load_certificate(str(path))
+    assert cert["symbounds"] == "0.1.0"
+    assert check_certificate(cert)["boxes"] == len(cert["boxes"])
+    # and an edit is still caught: the box with the largest bound recorded with a bound below its
+    # true error at the centre (300-bit balls)
+    from symbounds.core.boxes import point_error
+    from symbounds.core.certificate import CertificateError
+    from symbounds.core.exact import arb_to_fraction
+    from symbounds.core.expr import parse_target
+    from symbounds.core.modelfile import model_from_json
+
+    i = max(range(len(cert["boxes"])), key=lambda k: F(cert["boxes"][k]["bound"]))
+    box = cert["boxes"][i]
+    centre = [(F(a) + F(z)) / 2 for a, z in zip(box["lo"], box["hi"])]
+    err = point_error(model_from_json(cert["model"]), parse_target(cert["target"], cert["d"]), cert["d"], centre, 300)
+    box["bound"] = str(arb_to_fraction(err.lower()) * F(999, 1000))
+    cert["max_bound"] = str(max(F(b["bound"]) for b in cert["boxes"]))
+
+    with pytest.raises(CertificateError, match=f"box {i}: the recomputed bound"):
+        check_certificate(cert)
