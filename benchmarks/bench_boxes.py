@@ -104,11 +104,13 @@ def part_box():
               f"{(ta / n_arb) / (tf / len(boxes)):.0f}x | {dec_f}/{n_arb} / {dec_a}/{n_arb} | {med:.3f} |", flush=True)
         pts.append((d, eps, K, mj, model, fast))
     print()
-    print("Per point (after the one-off setup), d = 2: float64 enclosure (a zero-width box), Arb ball forward pass,")
-    print("NumPy float64 (no enclosure).")
+    print("Per point (after the one-off setup), d = 2: float64 enclosure (a zero-width box, 64 points in one batch),")
+    print("Arb ball forward pass, mpmath at the same 128 bits (P <= 64 only: its cold setup is minutes above), NumPy")
+    print("float64 (no enclosure).")
     print()
-    print("| P | float enclosure (s / point) | Arb ball (s / point) | NumPy float64 (s / point) | Arb / float |")
-    print("|---|---|---|---|---|")
+    print("| P | float enclosure (s / point) | Arb ball (s / point) | mpmath (s / point) | NumPy float64 (s / point) |"
+          " Arb / float |")
+    print("|---|---|---|---|---|---|")
     for eps in ("1/2", "9/50", "9/100"):
         inst = instance(2, eps)
         K, mj, model = model_file(inst)
@@ -120,9 +122,18 @@ def part_box():
         with ball.scope():
             forward(ball, model, list(xs[0]))
             _, ta = cpu(lambda: [forward(ball, model, list(x)) for x in xs[:8]])
+        tm = "not run"
+        if K.P <= 64:
+            from symbounds.core.contexts import MPContext
+
+            mp = MPContext(128)
+            with mp.scope():
+                forward(mp, model, list(xs[0]))
+                _, t = cpu(lambda: [forward(mp, model, list(x)) for x in xs[:8]])
+            tm = f"{t / 8:.5f}"
         npm = NumpyModel(mj)
         _, tn = cpu(lambda: [npm([float(v) for v in x]) for x in xs[:8]])
-        print(f"| {K.P} | {tf / len(xs):.6f} | {ta / 8:.5f} | {tn / 8:.5f} | {(ta / 8) / (tf / len(xs)):.0f}x |",
+        print(f"| {K.P} | {tf / len(xs):.6f} | {ta / 8:.5f} | {tm} | {tn / 8:.5f} | {(ta / 8) / (tf / len(xs)):.0f}x |",
               flush=True)
 
 

@@ -561,8 +561,13 @@ def _softmax_interval(Q: FTM, K: FTM, tau, keep, block: int = 1 << 22):
     for j0 in range(0, nq, step):
         qc, qr = Qt.c[:, j0:j0 + step], Qt.r[:, j0:j0 + step]
         Sc = qc @ K.c
-        Sr = fo.up(fo.up(fo.matmul_up(np.abs(qc), K.r) + fo.matmul_up(fo.up(qr), fo.up(np.abs(K.c) + K.r)))
-                   + fo.matmul_err(np.abs(qc), np.abs(K.c)))
+        # |s - Sc| <= sum_a |qc_a| Kr_a + qr_a (|Kc_a| + Kr_a) + gamma |qc_a||Kc_a| + dk eta (the
+        # rounding of Sc): one product of stacked factors, rounded up
+        dk = qc.shape[-1]
+        aq = np.abs(qc)
+        left = np.concatenate([aq, qr, fo.up(aq * float(fo.up(2 * dk * fo.U)))], axis=-1)
+        right = np.concatenate([K.r, fo.up(np.abs(K.c) + K.r), np.abs(K.c)], axis=-2)
+        Sr = fo.up(fo.matmul_up(left, right) + dk * fo.ETA)
         if tau is not None:
             tm, tr = tau
             S2 = tm * Sc
