@@ -558,24 +558,29 @@ def _head_output(ctx, pi, WV, WO, Z):
     n = len(Z[0])
     V = _matmul(ctx, WV, Z)  # d_v x n
     nz = [[k for k, vk in enumerate(vrow) if not ctx.is_zero(vk)] for vrow in V]
-    cols = {k: _column(pi, k) for k in sorted(set().union(*nz))}
     zero = ctx.zero
     # A[v][j] = sum_k pi[j][k] V[v][k], summed over k in ascending order
     A = []
-    for vrow, ks in zip(V, nz):
-        arow = [zero] * n
-        for k in ks:
-            vk, col = vrow[k], cols[k]
-            arow = [s if p is None else s + p * vk for s, p in zip(arow, col)]
-        A.append(arow)
+    if isinstance(pi, SharedMatrix):  # column by column
+        cols = {k: pi.column(k) for k in sorted(set().union(*nz))}
+        for vrow, ks in zip(V, nz):
+            arow = [zero] * n
+            for k in ks:
+                vk = vrow[k]
+                arow = [s + p * vk for s, p in zip(arow, cols[k])]
+            A.append(arow)
+    else:  # row by row (a query row nobody reads is None)
+        for vrow, ks in zip(V, nz):
+            arow = []
+            for j in range(n):
+                pij = pi[j]
+                s = zero
+                if pij is not None:
+                    for k in ks:
+                        s = s + pij[k] * vrow[k]
+                arow.append(s)
+            A.append(arow)
     return [(r, crow) for r, crow in enumerate(_matmul(ctx, WO, A)) if any(not ctx.is_zero(v) for v in WO[r])]
-
-
-def _column(pi, k) -> list:
-    """``[pi[j][k] for j]`` (None for a query row nobody reads)."""
-    if isinstance(pi, SharedMatrix):
-        return pi.column(k)
-    return [None if row is None else row[k] for row in pi]
 
 
 def _head_weights(ctx, model, num, i, h, layer, Z, const, rows=None):

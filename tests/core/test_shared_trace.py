@@ -38,7 +38,8 @@ def _reduce(f, values):
     return acc
 
 
-def _same_matrix(A, B, ctx=BallContext(128)):
+def _same_matrix(A, B, ctx=None):
+    ctx = ctx or BallContext(128)
     return len(A) == len(B) and all(_overlap(a, b, ctx) for ra, rb in zip(A, B) for a, b in zip(ra, rb))
 
 
