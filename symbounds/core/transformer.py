@@ -498,8 +498,8 @@ def _affine_prefix_maps(ctx, model, num, L):
 def _affine_stage_maps(ctx, model, num, L):
     """``[(F_0, [F_i]) after layer l for l = 1..L]``: the first L layers at x = 0 and x = e_i.
     Each attention head's weights (input independent in the prefix) are computed once and applied
-    to every basis input, then dropped, so memory stays at one head's matrix (shared weights are
-    read column by column, never as a full matrix)."""
+    to every basis input, then dropped, so memory stays at one head's matrix; shared heads go
+    through one product over their value-carrying columns, never a full matrix."""
     d = len(model.embedding.E[0])
     Zs = [embed(ctx, model, [1 if i == k else 0 for i in range(d)] if k >= 0 else [0] * d) for k in range(-1, d)]
     stages = []
@@ -513,21 +513,18 @@ def _affine_stage_maps(ctx, model, num, L):
         outs = [_skip_part(ctx, skip, Z) for Z in Zs]
         shared = _shared_numeric(ctx, model, num, i, Zs[0])
         silent = model._analyse()[3]
-        if shared is not None and ctx.name == "ball":
-            for out, acc in zip(outs, _shared_output_ball(ctx, shared, heads, Zs)):
+        if shared is not None:
+            product = _shared_output_ball if ctx.name == "ball" else _shared_output_columns
+            for out, acc in zip(outs, product(ctx, shared, heads, Zs)):
                 for r, row in enumerate(acc):
-                    out[r] = [a + b for a, b in zip(out[r], row)]
+                    if row is not None:
+                        out[r] = [a + b for a, b in zip(out[r], row)]
         for h, (WQ, WK, WV, WO) in enumerate(heads):
-            if (i, h) in silent:
-                continue
-            if shared is not None and h in shared.S.index:
-                if ctx.name == "ball":
-                    continue  # in _shared_output_ball
-                pi = SharedMatrix(shared, h)
-            else:
-                pi = num.attention_cache.get((i, h))
-                if pi is None:
-                    pi = _attention_matrix(ctx, kind, tau, WQ, WK, Zs[0])
+            if (i, h) in silent or (shared is not None and h in shared.S.index):
+                continue  # silent, or in the shared heads' product above
+            pi = num.attention_cache.get((i, h))
+            if pi is None:
+                pi = _attention_matrix(ctx, kind, tau, WQ, WK, Zs[0])
             for out, Z in zip(outs, Zs):
                 for r, crow in _head_output(ctx, pi, WV, WO, Z):
                     out[r] = [a + b for a, b in zip(out[r], crow)]
@@ -825,6 +822,35 @@ def _shared_output_ball(ctx, shared, heads, Zs, block: int = 1 << 20):
             acc[z] += flint.arb_mat(left) * R
         b0 = b1
     return [a.tolist() for a in acc]
+
+
+def _shared_output_columns(ctx, shared, heads, Zs):
+    """``sum_h W_O^h V_h pi_h^T`` over the shared heads, for each state in ``Zs``, in any context
+    (the counterpart of :func:`_shared_output_ball` without Arb matrices): for each head the
+    ``D x |cols_h|`` matrix ``W_O^h W_V^h Z[:, cols_h]``, then each row ``r`` it writes gains
+    ``sum_c (W_O^h W_V^h Z)[r, c] pi_h[:, c]^T``, skipping exact zeros.  Rows no head writes are
+    None."""
+    S = shared.S
+    D, n = len(Zs[0]), len(Zs[0][0])
+    zero = ctx.zero
+    outs = [[None] * D for _ in Zs]
+    for h in S.heads:
+        cols = S.value_columns[h]
+        if not cols:
+            continue
+        _, _, WV, WO = heads[h]
+        pis = [shared.column(h, k) for k in cols]
+        for out, Z in zip(outs, Zs):
+            prod = _matmul(ctx, WO, _matmul(ctx, WV, [[row[k] for k in cols] for row in Z]))
+            for r, prow in enumerate(prod):
+                terms = [(p, col) for p, col in zip(prow, pis) if not ctx.is_zero(p)]
+                if not terms:
+                    continue
+                acc = out[r] if out[r] is not None else [zero] * n
+                for p, col in terms:
+                    acc = [a + p * w for a, w in zip(acc, col)]
+                out[r] = acc
+    return outs
 
 
 def _softmax(ctx, scores):
