@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import flint
+import numpy as np
 import sympy
 
 from . import shared_softmax
 from .contexts import Context
+from .shared_weights import SharedMatrix
 
 __all__ = [
     "Head",
@@ -312,7 +314,9 @@ class Trace:
 
     ``Z[i]`` is the input of layer ``start + i`` (for a full pass ``Z[0]`` is the embedding),
     ``Z[-1]`` the final state,
-    ``attention[i][h]`` the ``n x n`` matrix ``pi_h`` of attention layer ``i``, and
+    ``attention[i][h]`` the ``n x n`` matrix ``pi_h`` of attention layer ``i`` (a list of rows, or
+    for a head with shared softmax weights a :class:`~symbounds.core.shared_weights.SharedMatrix`,
+    which indexes like one and is read on demand), and
     ``preactivation[i]`` the hidden ``W1 Z + b1`` of feed-forward layer ``i``.
     """
 
@@ -367,8 +371,11 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
     Shortcuts (each an exact rewriting of the same function, never a change of the value):
 
     * the *affine prefix* (the leading layers that are affine in ``x``, composed once per context
-      and precision as ``F_0 + sum_i x_i F_i``) is used only from the model input, without a
-      trace, when the slice covers the whole prefix;
+      and precision as ``F_0 + sum_i x_i F_i``) is used only from the model input, when the slice
+      covers the whole prefix.  With a trace, each state ``Z_l`` of the prefix is its own
+      composition ``F_0^l + sum_i x_i F_i^l``, its attention matrices are the cached
+      input-independent ones and its pre-activations are computed from those states; a slice
+      with ``start = 0`` from the embedded input evaluates every layer instead;
     * *input-independent heads* (attention matrices and outputs cached per context and
       precision) are used only from the model input: a state given mid-network need not be one
       the model produces, so a slice with ``start`` recomputes every head;
@@ -394,9 +401,15 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
     readout = model.readout if stop == L else None
     needed = _needed_rows(model) if tr is None and readout is not None else {}
     with ctx.scope():
-        prefix = model.affine_prefix() if start is None and tr is None and model.input == "vector" else 0
+        prefix = model.affine_prefix() if start is None and model.input == "vector" else 0
         if 0 < prefix <= stop:
             first = prefix
+            if tr is not None:  # the prefix's states, matrices and pre-activations, layer by layer
+                Zi = embed(ctx, model, x)
+                for i in range(prefix):
+                    tr.Z.append(Zi)
+                    _traced_prefix_layer(ctx, model, num, i, Zi, tr, silent)
+                    Zi = _affine_prefix_value(ctx, model, num, i + 1, x)
             Z = _affine_prefix_value(ctx, model, num, prefix, x)
         elif start is None:
             Z = embed(ctx, model, x)
@@ -444,9 +457,10 @@ def _needed_rows(model: Transformer) -> dict:
 
 
 def _affine_prefix_value(ctx, model, num, L, x):
-    """Z after the first ``L`` layers (affine in x): ``F_0 + sum_i x_i F_i``, with ``F_0`` and
-    ``F_i`` computed once from the layers at x = 0 and x = e_i (in ``ctx.constants_context()``:
-    a Taylor-model context borrows them from its ball context)."""
+    """Z after the first ``L`` layers (``L`` at most the affine prefix, so affine in x):
+    ``F_0 + sum_i x_i F_i``, with ``F_0`` and ``F_i`` computed once from the layers at x = 0 and
+    x = e_i (in ``ctx.constants_context()``: a Taylor-model context borrows them from its ball
+    context).  Only the entries that can depend on x (the exact dependency mask) are combined."""
     key = ("affine", L)
     cached = num.attention_cache.get(key)
     d = len(model.embedding.E[0])
@@ -454,14 +468,15 @@ def _affine_prefix_value(ctx, model, num, L, x):
         base = ctx.constants_context()
         bnum = model.numeric(base)
         maps = bnum.attention_cache.get(("affine-maps", L))
-        if maps is None:
+        if maps is None:  # every stage of the prefix in one pass (a trace reads them all)
             with base.scope():
-                maps = _affine_prefix_maps(base, model, bnum, L)
-            bnum.attention_cache[("affine-maps", L)] = maps
+                for stage, m in enumerate(_affine_stage_maps(base, model, bnum, model.affine_prefix()), start=1):
+                    bnum.attention_cache[("affine-maps", stage)] = m
+            maps = bnum.attention_cache[("affine-maps", L)]
         if base is not ctx:
             conv = lambda M: [[ctx.convert(v) for v in row] for row in M]
             maps = (conv(maps[0]), [conv(F) for F in maps[1]])
-        cached = (maps[0], maps[1], model._analyse()[2])
+        cached = (maps[0], maps[1], model._analyse()[4][L - 1])
         num.attention_cache[key] = cached
     F0, Fs, dep = cached
     xs = [ctx.convert(v) for v in x]
@@ -476,37 +491,50 @@ def _affine_prefix_value(ctx, model, num, L, x):
 
 
 def _affine_prefix_maps(ctx, model, num, L):
-    """(F_0, [F_i]): the first L layers at x = 0 and x = e_i.  Each attention head's weights
-    (input independent in the prefix) are computed once and applied to every basis input, then
-    dropped, so memory stays at one head's matrix."""
+    """(F_0, [F_i]): the first L layers at x = 0 and x = e_i."""
+    return _affine_stage_maps(ctx, model, num, L)[-1]
+
+
+def _affine_stage_maps(ctx, model, num, L):
+    """``[(F_0, [F_i]) after layer l for l = 1..L]``: the first L layers at x = 0 and x = e_i.
+    Each attention head's weights (input independent in the prefix) are computed once and applied
+    to every basis input, then dropped, so memory stays at one head's matrix; shared heads go
+    through one product over their value-carrying columns, never a full matrix."""
     d = len(model.embedding.E[0])
     Zs = [embed(ctx, model, [1 if i == k else 0 for i in range(d)] if k >= 0 else [0] * d) for k in range(-1, d)]
+    stages = []
     for i in range(L):
         layer = num.layers[i]
         if layer[0] == "ffn":
             Zs = [_ffn(ctx, i, layer, Z, None) for Z in Zs]
+            stages.append(_stage(Zs))
             continue
         _, kind, skip, tau, heads = layer
         outs = [_skip_part(ctx, skip, Z) for Z in Zs]
         shared = _shared_numeric(ctx, model, num, i, Zs[0])
         silent = model._analyse()[3]
-        if shared is not None and ctx.name == "ball":
-            for out, acc in zip(outs, _shared_output_ball(ctx, shared, heads, Zs)):
+        if shared is not None:
+            product = _shared_output_ball if ctx.name == "ball" else _shared_output_columns
+            for out, acc in zip(outs, product(ctx, shared, heads, Zs)):
                 for r, row in enumerate(acc):
-                    out[r] = [a + b for a, b in zip(out[r], row)]
+                    if row is not None:
+                        out[r] = [a + b for a, b in zip(out[r], row)]
         for h, (WQ, WK, WV, WO) in enumerate(heads):
-            if (i, h) in silent:
-                continue
-            if shared is not None and h in shared.S.index:
-                if ctx.name == "ball":
-                    continue  # in _shared_output_ball
-                pi = shared.matrix(h)
-            else:
-                pi = num.attention_cache.get((i, h)) or _attention_matrix(ctx, kind, tau, WQ, WK, Zs[0])
+            if (i, h) in silent or (shared is not None and h in shared.S.index):
+                continue  # silent, or in the shared heads' product above
+            pi = num.attention_cache.get((i, h))
+            if pi is None:
+                pi = _attention_matrix(ctx, kind, tau, WQ, WK, Zs[0])
             for out, Z in zip(outs, Zs):
                 for r, crow in _head_output(ctx, pi, WV, WO, Z):
                     out[r] = [a + b for a, b in zip(out[r], crow)]
         Zs = outs
+        stages.append(_stage(Zs))
+    return stages
+
+
+def _stage(Zs):
+    """``(F_0, [F_i])`` from the states at x = 0 and x = e_i: ``F_i = Z(e_i) - Z(0)``."""
     F0 = Zs[0]
     return F0, [[[a - b for a, b in zip(r1, r0)] for r1, r0 in zip(Fk, F0)] for Fk in Zs[1:]]
 
@@ -519,26 +547,57 @@ def _skip_part(ctx, skip, Z):
 
 
 def _head_output(ctx, pi, WV, WO, Z):
-    """``[(row, values)]``: the rows of ``W_O sum_k pi[j][k] W_V z_k`` that ``W_O`` can write."""
+    """``[(row, values)]``: the rows of ``W_O sum_k pi[j][k] W_V z_k`` that ``W_O`` can write.
+
+    Only the columns ``k`` of ``pi`` whose value ``W_V z_k`` is not exactly zero are read (most
+    tokens carry no value), so a :class:`~symbounds.core.shared_weights.SharedMatrix` is never
+    built in full."""
     n = len(Z[0])
     V = _matmul(ctx, WV, Z)  # d_v x n
-    # A[v][j] = sum_k pi[j][k] V[v][k]; skip exact zeros of V (most tokens carry no value).
-    A = []
+    nz = [[k for k, vk in enumerate(vrow) if not ctx.is_zero(vk)] for vrow in V]
     zero = ctx.zero
-    for vrow in V:
-        nzk = [(k, vk) for k, vk in enumerate(vrow) if not ctx.is_zero(vk)]
-        arow = []
-        for j in range(n):
-            pij = pi[j]
-            if pij is None:  # a query row nobody reads
-                arow.append(zero)
-                continue
-            s = zero
-            for k, vk in nzk:
-                s = s + pij[k] * vk
-            arow.append(s)
-        A.append(arow)
+    # A[v][j] = sum_k pi[j][k] V[v][k], summed over k in ascending order
+    A = []
+    if isinstance(pi, SharedMatrix):  # column by column
+        cols = {k: pi.column(k) for k in sorted(set().union(*nz))}
+        for vrow, ks in zip(V, nz):
+            arow = [zero] * n
+            for k in ks:
+                vk = vrow[k]
+                arow = [s + p * vk for s, p in zip(arow, cols[k])]
+            A.append(arow)
+    else:  # row by row (a query row nobody reads is None)
+        for vrow, ks in zip(V, nz):
+            arow = []
+            for j in range(n):
+                pij = pi[j]
+                s = zero
+                if pij is not None:
+                    for k in ks:
+                        s = s + pij[k] * vrow[k]
+                arow.append(s)
+            A.append(arow)
     return [(r, crow) for r, crow in enumerate(_matmul(ctx, WO, A)) if any(not ctx.is_zero(v) for v in WO[r])]
+
+
+def _head_weights(ctx, model, num, i, h, layer, Z, const, rows=None):
+    """The attention matrix of head ``h`` of attention layer ``i`` at state ``Z``: for an
+    input-independent head the cached one (a :class:`SharedMatrix` when its weights are shared),
+    else computed (only the query rows ``rows`` when given)."""
+    _, kind, _, tau, heads = layer
+    WQ, WK = heads[h][0], heads[h][1]
+    key = (i, h)
+    if not const.get(key):
+        return _attention_matrix(ctx, kind, tau, WQ, WK, Z, rows)
+    pi = num.attention_cache.get(key)
+    if pi is None:
+        shared = _shared_numeric(ctx, model, num, i, Z) if model is not None else None
+        if shared is not None and h in shared.S.index:
+            pi = SharedMatrix(shared, h)
+        else:
+            pi = _attention_matrix(ctx, kind, tau, WQ, WK, Z)
+        num.attention_cache[key] = pi
+    return pi
 
 
 def _attention(ctx, num, i, layer, Z, const, tr, rows=None, silent=frozenset(), model=None):
@@ -551,15 +610,7 @@ def _attention(ctx, num, i, layer, Z, const, tr, rows=None, silent=frozenset(), 
             if tr is not None:
                 pis.append(_attention_matrix(ctx, kind, tau, WQ, WK, Z))
             continue
-        pi = num.attention_cache.get(key) if const.get(key) else None
-        if pi is None and const.get(key) and model is not None:
-            shared = _shared_numeric(ctx, model, num, i, Z)
-            if shared is not None and h in shared.S.index:
-                pi = shared.matrix(h)
-        if pi is None:
-            pi = _attention_matrix(ctx, kind, tau, WQ, WK, Z, None if const.get(key) else rows)
-            if const.get(key):
-                num.attention_cache[key] = pi
+        pi = _head_weights(ctx, model, num, i, h, layer, Z, const, rows)
         pis.append(pi)
         contrib = num.attention_cache.get(("out", key)) if const.get(key) == "output" else None
         if contrib is None:
@@ -571,6 +622,24 @@ def _attention(ctx, num, i, layer, Z, const, tr, rows=None, silent=frozenset(), 
     if tr is not None:
         tr.attention[i] = pis
     return out
+
+
+def _traced_prefix_layer(ctx, model, num, i, Z, tr, silent):
+    """Record layer ``i`` of the affine prefix in ``tr`` without evaluating it (its output comes
+    from the prefix maps): the attention matrices of an attention layer (input independent: the
+    cached ones), the pre-activation ``W1 Z + b1`` of a feed-forward layer."""
+    layer = num.layers[i]
+    if layer[0] == "ffn":
+        _, W1, b1 = layer[:3]
+        tr.preactivation[i] = [[h + b for h in row] for row, b in zip(_matmul(ctx, W1, Z), b1)]
+        return
+    _, kind, _, tau, heads = layer
+    const = model.constant_heads()
+    tr.attention[i] = [
+        _attention_matrix(ctx, kind, tau, WQ, WK, Z) if (i, h) in silent
+        else _head_weights(ctx, model, num, i, h, layer, Z, const)
+        for h, (WQ, WK, _, _) in enumerate(heads)
+    ]
 
 
 def _attention_matrix(ctx, kind, tau, WQ, WK, Z, rows=None):
@@ -682,26 +751,22 @@ class _SharedNumeric:
             self.inv.append(ctx.one / total)
         self._tables: dict = {}
 
-    def column(self, h, k) -> list:
-        """``[pi_h[j, k] for j]``."""
-        S = self.S
-        a = S.index[h]
-        c = S.cls[a]
-        sid = S.ids[c, k].tolist()
+    def values(self, sids, groups) -> list:
+        """``[exp(s_d - m) / N_g for d, g in zip(sids, groups)]`` (integer arrays or lists)."""
         if len(self.inv) == 1:
             tab = self._tables.get(0)
             if tab is None:
                 inv = self.inv[0]
                 tab = self._tables[0] = [e * inv for e in self.E]
-            return [tab[d] for d in sid]
+            return [tab[d] for d in np.asarray(sids).tolist()]
         E, inv = self.E, self.inv
-        return [E[d] * inv[g] for d, g in zip(sid, S.group[c].tolist())]
+        return [E[d] * inv[g] for d, g in zip(np.asarray(sids).tolist(), np.asarray(groups).tolist())]
 
-    def matrix(self, h) -> list:
-        """The ``n x n`` attention matrix of head ``h`` (rows are queries)."""
-        n = self.S.cls.shape[1]
-        cols = [self.column(h, k) for k in range(n)]
-        return [list(r) for r in zip(*cols)]
+    def column(self, h, k) -> list:
+        """``[pi_h[j, k] for j]``."""
+        S = self.S
+        c = S.cls[S.index[h]]
+        return self.values(S.ids[c, k], S.group[c])
 
 
 def _dot(ctx, wrow, Z, j):
@@ -757,6 +822,35 @@ def _shared_output_ball(ctx, shared, heads, Zs, block: int = 1 << 20):
             acc[z] += flint.arb_mat(left) * R
         b0 = b1
     return [a.tolist() for a in acc]
+
+
+def _shared_output_columns(ctx, shared, heads, Zs):
+    """``sum_h W_O^h V_h pi_h^T`` over the shared heads, for each state in ``Zs``, in any context
+    (the counterpart of :func:`_shared_output_ball` without Arb matrices): for each head the
+    ``D x |cols_h|`` matrix ``W_O^h W_V^h Z[:, cols_h]``, then each row ``r`` it writes gains
+    ``sum_c (W_O^h W_V^h Z)[r, c] pi_h[:, c]^T``, skipping exact zeros.  Rows no head writes are
+    None."""
+    S = shared.S
+    D, n = len(Zs[0]), len(Zs[0][0])
+    zero = ctx.zero
+    outs = [[None] * D for _ in Zs]
+    for h in S.heads:
+        cols = S.value_columns[h]
+        if not cols:
+            continue
+        _, _, WV, WO = heads[h]
+        pis = [shared.column(h, k) for k in cols]
+        for out, Z in zip(outs, Zs):
+            prod = _matmul(ctx, WO, _matmul(ctx, WV, [[row[k] for k in cols] for row in Z]))
+            for r, prow in enumerate(prod):
+                terms = [(p, col) for p, col in zip(prow, pis) if not ctx.is_zero(p)]
+                if not terms:
+                    continue
+                acc = out[r] if out[r] is not None else [zero] * n
+                for p, col in terms:
+                    acc = [a + p * w for a, w in zip(acc, col)]
+                out[r] = acc
+    return outs
 
 
 def _softmax(ctx, scores):
@@ -843,10 +937,10 @@ def _linear_pairs(layer: FeedForward) -> list[tuple[int, int]]:
 
 def _analyse(model: Transformer) -> tuple:
     """(input-independent heads, length of the affine prefix, dependency mask after it, silent
-    heads)."""
+    heads, the dependency masks after each layer of the prefix)."""
     silent = _silent_heads(model)
     if model.input == "tokens":
-        return {}, 0, None, silent  # every token is input
+        return {}, 0, None, silent, ()  # every token is input
     emb = model.embedding
     D, n = shape(emb.base)
     dep = [[False] * n for _ in range(D)]
@@ -856,7 +950,7 @@ def _analyse(model: Transformer) -> tuple:
     const = {}
     nz = lambda v: not _is_exact_zero(v)
     affine, affine_dep = True, None
-    prefix = 0
+    prefix, stage_dep = 0, []
     for i, layer in enumerate(model.layers):
         dep_rows = [any(row) for row in dep]
         if isinstance(layer, Attention):
@@ -891,7 +985,8 @@ def _analyse(model: Transformer) -> tuple:
             dep = new
         if affine:
             prefix, affine_dep = i + 1, [list(row) for row in dep]
-    return const, prefix, affine_dep, silent
+            stage_dep.append(affine_dep)
+    return const, prefix, affine_dep, silent, tuple(stage_dep)
 
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from symbounds.core.contexts import BallContext, ExactContext, Undecided
 from symbounds.core.taylor import TaylorContext
-from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer, forward
+from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer, embed, forward
 from symbounds.papers import shi_liao as sl
 
 PREC = 96
@@ -116,14 +116,18 @@ def test_network_box_evaluation_encloses_point_evaluations(default_model, x0, h)
 
 
 def test_forward_shortcuts_agree_with_the_full_trace(default_model):
-    """Without a trace the forward pass uses the affine prefix, cached heads and pruned rows;
-    with a trace it evaluates every layer. Both must agree, in balls and at sample points."""
+    """From the model input the forward pass uses the affine prefix, cached heads and pruned rows
+    (a trace too, for the prefix); from the embedded state (``start=0``) it evaluates every layer.
+    All must agree, in balls and at sample points."""
     K, model = default_model
     assert model.affine_prefix() == 2  # attention with position-only scores, then paired ReLUs
     ctx = BallContext(160)
     for x in (F(0), F(2, 7), F(1, 2), F(999, 1000)):
         fast = forward(ctx, model, (x,))
-        full, _ = forward(ctx, model, (x,), trace=True)
+        traced, _ = forward(ctx, model, (x,), trace=True)
+        full = forward(ctx, model, embed(ctx, model, (x,)), start=0)
+        with ctx.scope():
+            assert abs(fast - traced) < ctx.convert(F(1, 10**30))
         with ctx.scope():
             assert abs(fast - full) < ctx.convert(F(1, 10**30))
 

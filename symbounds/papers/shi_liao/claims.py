@@ -13,6 +13,7 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import sympy
 from sympy import Integer, Rational
 
@@ -20,8 +21,9 @@ from ...core.claims import Measured, aggregate, load_claims
 from ...core.contexts import Context
 from ...core.exact import as_fraction
 from ...core.expr import variables
+from ...core.shared_weights import entry_values
 from ...core.transformer import Transformer, forward
-from .constants import ATT1, FFN1, ROWS, SYM, Constants
+from .constants import ATT1, ATT2, FFN1, ROWS, SYM, Constants
 
 # ------------------------------------------------------------------------------------------
 # The claims (statement, LaTeX in the paper's notation, relation, scope: claims.toml)
@@ -142,8 +144,11 @@ def measure_point(ctx: Context, K: Constants, model: Transformer, x, num: _Num |
     p0, p1 = R["pos"]
     xs = variables(d)
     with ctx.scope():
-        out, tr = forward(ctx, model, x, trace=True)
-        Z0, Z1, Z2 = tr.Z[0], tr.Z[1], tr.Z[2]
+        # the claims read layers 1 and 2 (traced); the output continues from Z2 untraced, so the
+        # second attention layer evaluates only the readout's query row
+        Z2, tr = forward(ctx, model, x, trace=True, stop=ATT2)
+        out = forward(ctx, model, Z2, start=ATT2)
+        Z0, Z1 = tr.Z[0], tr.Z[1]
         pis = tr.attention[ATT1]
         one, zero = ctx.one, ctx.zero
         e, Pm1 = num.emcM, ctx.rational(P - 1)
@@ -176,8 +181,10 @@ def measure_point(ctx: Context, K: Constants, model: Transformer, x, num: _Num |
                      witnesses={**w, "1-eta": one - eta}),
         ]
         # L3: off-target weights on token 0 in every layer-1 head.
-        off = [pis[h][j][0] for h in range(P) for j in range(P) if j != h]
-        off += [pis[h][j][0] for h in (P, P + 1) for j in range(1, P)]
+        # (entry_values gives one value per exactly distinct weight: the same maximum)
+        rows = np.arange(P)
+        off = entry_values([(pis[h], np.delete(rows, h), 0) for h in range(P)]
+                           + [(pis[h], rows[1:], 0) for h in (P, P + 1)])
         off_max = _max(ctx, off)
         out_m.append(CLAIMS["L3"].measured(off_max, e,
                               witnesses={**w, "off-target weight": off_max}))

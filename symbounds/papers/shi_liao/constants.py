@@ -54,9 +54,10 @@ __all__ = ["Instance", "Constants", "constants", "constants_from", "symbolic_con
 
 #: Largest grid the command accepts (layer 1 has P + 2 heads of P x P attention).
 MAX_TOKENS = 1024
-#: Largest grid whose claims ``pou`` measures: every layer-1 attention matrix is kept for the
-#: claims (P + 2 heads of P x P balls, ~2 GB at P = 256); larger grids go to ``certify``.
-MAX_TRACED_TOKENS = 300
+#: Largest grid whose claims ``pou`` measures.  The claims read layer-1 attention weights from
+#: the trace, which holds the shared weights' distinct values, never P + 2 full P x P matrices
+#: (docs/performance.md), so this is the command's own limit.
+MAX_TRACED_TOKENS = MAX_TOKENS
 
 # layer indices
 ATT1, FFN1, ATT2, FFN2 = 0, 1, 2, 3

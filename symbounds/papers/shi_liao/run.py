@@ -119,10 +119,7 @@ def run(inst, opts: PouOptions | None = None, progress=None, whole_progress=None
     on_cube = isinstance(inst, sl.Instance)
     K = sl.constants(inst) if on_cube else inst.constants()
     if K.P > sl.MAX_TRACED_TOKENS:
-        raise ValueError(
-            f"P = {K.P} tokens: pou keeps every layer-1 attention matrix to measure the claims, which needs "
-            f"more memory than this allows above P = {sl.MAX_TRACED_TOKENS}; symbounds certify handles up to "
-            f"{sl.MAX_TOKENS}")
+        raise ValueError(f"P = {K.P} tokens: pou measures the claims up to P = {sl.MAX_TRACED_TOKENS}")
     model = sl.build(K)
     t_build = time.perf_counter() - t0
     if on_cube:
