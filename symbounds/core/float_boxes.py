@@ -282,7 +282,7 @@ class FloatBoxEvaluator:
         self.d = len(model.embedding.E[0])
         self.column = model.embedding.column
         self.layers = []
-        const, _, _, silent = model._analyse()
+        const, _, _, silent, _ = model._analyse()
         first = model.layers[0] if model.layers else None
         # tokens whose values can be nonzero at the first layer (exact zeros of the embedding)
         vcols0 = (_value_columns(model, first, range(len(first.heads)))
