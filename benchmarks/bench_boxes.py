@@ -4,6 +4,7 @@
     python benchmarks/bench_boxes.py --part box       # per box and per point, same boxes, same run
     python benchmarks/bench_boxes.py --part cert      # whole certificates, float+Arb vs Arb only
     python benchmarks/bench_boxes.py --part cert --big  # also d = 2, P = 1024 and d = 3 (float only)
+    python benchmarks/bench_boxes.py --part split     # widest side against the gradient's side
 
 Every instance is the [SL26] partition-of-unity network written as a model file at 192 bits (what
 ``symbounds certify`` certifies).  Times are CPU seconds of this process (``time.process_time``)
@@ -161,13 +162,27 @@ def part_cert(workers, big):
               f"{tc:.1f} | {ok} |", flush=True)
 
 
+def part_split():
+    """Halving the widest side against the side the output's gradient picks (CertifyOptions.split)."""
+    print("| instance | P | split | boxes proved | boxes evaluated | largest bound | CPU (s, one process) |")
+    print("|---|---|---|---|---|---|---|")
+    for d, eps in [(1, "1/25"), (2, "9/50"), (3, "1/2")]:
+        inst = instance(d, eps)
+        P = sl.constants(inst).P
+        for rule in ("widest", "gradient"):
+            (cert, res), t = cpu(certify_instance, inst, CertifyOptions(workers=1, split=rule))
+            print(f"| d={d}, eps={eps} | {P} | {rule} | {len(res.boxes)} | {res.evaluated} | "
+                  f"{float(res.max_bound):.5f} | {t:.1f} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=["setup", "box", "cert"], required=True)
+    ap.add_argument("--part", choices=["setup", "box", "cert", "split"], required=True)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--big", action="store_true")
     args = ap.parse_args()
-    {"setup": part_setup, "box": part_box, "cert": lambda: part_cert(args.workers, args.big)}[args.part]()
+    {"setup": part_setup, "box": part_box, "cert": lambda: part_cert(args.workers, args.big),
+     "split": part_split}[args.part]()
 
 
 if __name__ == "__main__":

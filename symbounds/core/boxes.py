@@ -63,8 +63,9 @@ class Box:
     def half(self):
         return tuple((b - a) / 2 for a, b in zip(self.lo, self.hi))
 
-    def split(self) -> tuple[Box, Box]:
-        k = max(range(len(self.lo)), key=lambda i: self.hi[i] - self.lo[i])
+    def split(self, axis: int | None = None) -> tuple[Box, Box]:
+        """The two halves along ``axis`` (default: the widest side, the first of equals)."""
+        k = max(range(len(self.lo)), key=lambda i: self.hi[i] - self.lo[i]) if axis is None else axis
         mid = (self.lo[k] + self.hi[k]) / 2
         left = Box(self.lo, self.hi[:k] + (mid,) + self.hi[k + 1:])
         right = Box(self.lo[:k] + (mid,) + self.lo[k + 1:], self.hi)
@@ -94,6 +95,7 @@ class CertifyOptions:
     scheduler: str | None = None  # a Dask scheduler address (optional extra "dask")
     model_prec: int = 192
     fast: bool = True  # float64 Taylor models first (Arb for the boxes they cannot decide)
+    split: str = "widest"  # or "gradient": the side a box that missed eps is halved along (BENCHMARKS.md)
 
 
 @dataclass
@@ -138,7 +140,7 @@ RECORD_BITS = 30
 
 
 def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None, recheck=False,
-               centres: list | None = None) -> list:
+               centres: list | None = None, axes: list | None = None) -> list:
     """``[bound or None]`` for each box: :func:`box_bound` for a batch.
 
     With a float evaluator ``fast`` (:func:`float_evaluator`), every box is first enclosed in
@@ -151,13 +153,19 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
 
     ``centres``, a list, receives for each box whose bound is above its limit whether the model's
     own enclosure at the box's centre proves ``|T - g| >`` the limit (True), disproves it (False)
-    or cannot tell (None); see :func:`centre_refutes` for a tighter second look."""
+    or cannot tell (None); see :func:`centre_refutes` for a tighter second look.  ``axes``, a
+    list, receives for each box the input whose linear term widens the enclosure most (None
+    where the floats did not enclose the box)."""
     out: list = [None] * len(boxes)
     todo = range(len(boxes))
     if centres is not None:
         centres[:] = [None] * len(boxes)
+    if axes is not None:
+        axes[:] = [None] * len(boxes)
     if fast is not None and boxes:
-        lo, hi, ok, clo, chi = fast.enclose([b.lo for b in boxes], [b.hi for b in boxes])
+        lo, hi, ok, clo, chi, ax = fast.enclose([b.lo for b in boxes], [b.hi for b in boxes])
+        if axes is not None:
+            axes[:] = [int(a) if a >= 0 else None for a in ax]
         ball = BallContext(prec)
         xs = variables(d)
         todo = []
@@ -304,13 +312,15 @@ def _worker_eval(boxes):
     W = _W
     eps = W["eps"]
     first: list = []
-    bounds = box_bounds(W["model"], W["g"], W["d"], boxes, W["prec"], W["fast"], [eps] * len(boxes), centres=first)
+    axes: list = []
+    bounds = box_bounds(W["model"], W["g"], W["d"], boxes, W["prec"], W["fast"], [eps] * len(boxes), centres=first,
+                        axes=axes)
     # the centre: first the box's own model at delta = 0, then (if that cannot tell) a float point pass
     again = [i for i, b in enumerate(bounds) if (b is None or b > eps) and first[i] is None]
     for i, v in zip(again, centre_refutes(W["model"], W["g"], W["d"], [boxes[i] for i in again], W["prec"],
                                           W["fast"], eps)):
         first[i] = v
-    return [(box, bound, first[i]) for i, (box, bound) in enumerate(zip(boxes, bounds))]
+    return [(box, bound, first[i], axes[i]) for i, (box, bound) in enumerate(zip(boxes, bounds))]
 
 
 def _dask_batch(setup, boxes):
@@ -402,7 +412,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
                 results = (_worker_eval(b) for b in batches)
             nxt = []
             for batch in results:
-                for box, bound, centre in batch:
+                for box, bound, centre, axis in batch:
                     evaluated += 1
                     if bound is not None and bound <= eps:
                         proved.append((box, bound))
@@ -418,7 +428,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
                         if last:
                             undecided.append(box)
                         else:
-                            nxt.extend(box.split())
+                            nxt.extend(box.split(_split_axis(box, axis, opts.split)))
                     if progress is not None:
                         progress(proved_volume, evaluated)
                 if counter is not None:
@@ -439,6 +449,20 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     max_bound = max((b for _, b in proved), default=None)
     proved.sort(key=lambda t: (t[0].lo, t[0].hi))
     return CertifyResult(verdict, proved, max_bound, counter, undecided, time.perf_counter() - t0, evaluated)
+
+
+#: A box is halved along its widest side when that is this many times the side its gradient picks.
+MAX_ASPECT = 4
+
+
+def _split_axis(box: Box, axis, rule: str):
+    """The side to halve: with ``rule == "gradient"`` the input whose linear term widens the
+    enclosure most (``axis``, from the float pass), unless the widest side is more than
+    :data:`MAX_ASPECT` times longer (the remainder grows with every side); else the widest."""
+    if rule != "gradient" or axis is None:
+        return None
+    widths = [b - a for a, b in zip(box.lo, box.hi)]
+    return None if max(widths) > MAX_ASPECT * widths[axis] else axis
 
 
 def digest(obj) -> str:

@@ -489,21 +489,24 @@ class FloatBoxEvaluator:
         return out[0], out[1], out[2]
 
     def enclose(self, lo, hi):
-        """``(lo, hi, ok, centre_lo, centre_hi)``: :meth:`ranges`, and an enclosure of ``T`` at
+        """``(lo, hi, ok, centre_lo, centre_hi, axis)``: :meth:`ranges`; an enclosure of ``T`` at
         the centre of each box read off the same model (``c +- r``, its value at ``delta = 0``):
-        wider than a point evaluation by the remainder, and free."""
+        wider than a point evaluation by the remainder, and free; and the input ``i`` with the
+        largest ``|g_i| h_i`` in ``T``'s model (where a split narrows the enclosure most; -1
+        where there is none)."""
         B = len(lo)
         x0, h = _centres(lo, hi)
         res = [np.full(B, -np.inf), np.full(B, np.inf), np.zeros(B, dtype=bool),
-               np.full(B, -np.inf), np.full(B, np.inf)]
+               np.full(B, -np.inf), np.full(B, np.inf), np.full(B, -1, dtype=np.int64)]
         step = max(1, _BATCH_ENTRIES // self._entries_per_box())
         for s in range(0, B, step):
             sl = slice(s, s + step)
             with np.errstate(all="ignore"):
-                a, b, bad, ca, cb = self._batch(x0[sl], h[sl])
+                a, b, bad, ca, cb, axis = self._batch(x0[sl], h[sl])
             fin = np.isfinite(a) & np.isfinite(b) & ~bad
             res[0][sl], res[1][sl], res[2][sl] = a, b, fin
             res[3][sl], res[4][sl] = np.where(fin, ca, -np.inf), np.where(fin, cb, np.inf)
+            res[5][sl] = np.where(fin, axis, -1)
         return tuple(res)
 
     def _batch(self, x0, h):
@@ -515,7 +518,15 @@ class FloatBoxEvaluator:
         j = ro.column if kept is None else kept.index(ro.column)
         T = Z[ro.row, j]
         lo, hi = bx.range(T)
-        return lo, hi, bx.bad, fo.down(T.c - T.r), fo.up(T.c + T.r)
+        # the input whose linear term widens the output most, if it does so at least twice as much
+        # as the widest side's (else the widest side; -1: no gradient)
+        axis = np.full(len(lo), -1)
+        if T.G is not None:
+            w = np.abs(T.G) * h
+            top, wide = np.argmax(w, axis=1), np.argmax(h, axis=1)
+            rows = np.arange(len(lo))
+            axis = np.where(w[rows, top] > 2 * w[rows, wide], top, wide)
+        return lo, hi, bx.bad, fo.down(T.c - T.r), fo.up(T.c + T.r), axis
 
     def _entries_per_box(self) -> int:
         """The widest array a box creates after the prefix (for the batch size)."""
