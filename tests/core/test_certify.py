@@ -269,3 +269,20 @@ def test_certificates_written_by_version_0_1_still_check(path):
 
     with pytest.raises(CertificateError, match=f"box {i}: the recomputed bound"):
         check_certificate(cert)
+
+
+def test_gradient_split_certificate_covers_the_square_and_checks():
+    """Boxes halved along the gradient's side (not always the widest) still tile the square, and
+    the certificate checks; boxes stay within the aspect bound."""
+    from symbounds.core.boxes import MAX_ASPECT
+
+    inst = sl.Instance(d=2, C_H=1, B=1, eps="1/2", target="sin(2*x1)/2")
+    cert, res = certify_instance(inst, CertifyOptions(split="gradient"))
+    assert res.verdict == "proved"
+    assert sum(b.volume() for b, _ in res.boxes) == 1
+    widths = [(b.hi[0] - b.lo[0], b.hi[1] - b.lo[1]) for b, _ in res.boxes]
+    # halving the widest side of squares never exceeds aspect 2: here some box was halved along
+    # its narrower side
+    assert any(max(w) > 2 * min(w) for w in widths)
+    assert all(max(w) <= 2 * MAX_ASPECT * min(w) for w in widths)
+    assert check_certificate(cert)["boxes"] == len(res.boxes)
