@@ -140,7 +140,7 @@ RECORD_BITS = 30
 
 
 def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None, recheck=False,
-               centres: list | None = None, axes: list | None = None) -> list:
+               centres: list | None = None, axes: list | None = None, arb: bool = True) -> list:
     """``[bound or None]`` for each box: :func:`box_bound` for a batch.
 
     With a float evaluator ``fast`` (:func:`float_evaluator`), every box is first enclosed in
@@ -151,9 +151,13 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
     does, because a certificate made in Arb records Arb's bounds.  A float bound under its limit
     is rounded up to :data:`RECORD_BITS` bits, but never above the limit.
 
+    With ``arb=False`` a box the floats cannot enclose is left at None (certification splits it
+    instead: at a large ``P`` the Arb setup alone takes many minutes).
+
     ``centres``, a list, receives for each box whose bound is above its limit whether the model's
-    own enclosure at the box's centre proves ``|T - g| >`` the limit (True), disproves it (False)
-    or cannot tell (None); see :func:`centre_refutes` for a tighter second look.  ``axes``, a
+    own enclosure at the box's centre proves ``|T - g| >`` the limit (the error's enclosure as
+    text), disproves it (False) or cannot tell (None); see :func:`centre_refutes` for a tighter
+    second look.  ``axes``, a
     list, receives for each box the input whose linear term widens the enclosure most (None
     where the floats did not enclose the box)."""
     out: list = [None] * len(boxes)
@@ -185,9 +189,9 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
                 todo.append(i)
             else:
                 out[i] = bound
-    for i in todo:
-        arb = box_bound(model, g, d, boxes[i], prec)
-        out[i] = arb
+    if fast is None or arb:
+        for i in todo:
+            out[i] = box_bound(model, g, d, boxes[i], prec)
     return out
 
 
@@ -213,17 +217,19 @@ def _round_up(q: Fraction) -> Fraction:
 
 
 def _centre_verdict(ball, g, xs, c, lo: float, hi: float, eps):
-    """Is ``|[lo, hi] - g(c)| > eps``: True (proved), False (disproved) or None (undecided)."""
+    """Is ``|[lo, hi] - g(c)| > eps``: the enclosure of that error as text when proved (a
+    counterexample), False when disproved, None when undecided."""
     with ball.scope():
         gv = ball.from_sympy(g, env={x: ball.convert(v) for x, v in zip(xs, c)})
         err = abs(ball.interval(Fraction(lo), Fraction(hi)) - gv)
         e = ball.convert(eps)
-        return True if err > e else (False if err <= e else None)
+        return err.str(20, radius=True) if err > e else (False if err <= e else None)
 
 
 def centre_refutes(model, g, d: int, boxes: list, prec: int, fast, eps) -> list:
-    """For each box: True when ``|T - g| > eps`` is proved at its centre in outward-rounded
-    floats, False when disproved, None when the floats cannot decide (no evaluator, or too wide)."""
+    """For each box: the enclosure of ``|T - g|`` at its centre as text when ``> eps`` is proved
+    there in outward-rounded floats, False when disproved, None when the floats cannot decide (no
+    evaluator, or too wide)."""
     if fast is None or not boxes:
         return [None] * len(boxes)
     cs = [b.centre for b in boxes]
@@ -307,19 +313,29 @@ def sigint_blocked():
 
 
 def _worker_eval(boxes):
-    """``[(box, bound, centre)]`` for a batch: ``centre`` (see :func:`centre_refutes`) only for
-    the boxes whose bound misses ``eps``, else None."""
+    """``[(box, bound, centre, axis)]`` for a batch.  ``bound`` is None where the box could not be
+    enclosed (in floats; Arb is left to the parent for boxes that cannot be split); ``centre``
+    is, for the boxes whose bound misses ``eps``, a counterexample's error (text), False, or None
+    (undecided); ``axis`` is the side the float pass suggests halving."""
     W = _W
     eps = W["eps"]
+    fast = W["fast"]
     first: list = []
     axes: list = []
-    bounds = box_bounds(W["model"], W["g"], W["d"], boxes, W["prec"], W["fast"], [eps] * len(boxes), centres=first,
-                        axes=axes)
-    # the centre: first the box's own model at delta = 0, then (if that cannot tell) a float point pass
-    again = [i for i, b in enumerate(bounds) if (b is None or b > eps) and first[i] is None]
-    for i, v in zip(again, centre_refutes(W["model"], W["g"], W["d"], [boxes[i] for i in again], W["prec"],
-                                          W["fast"], eps)):
-        first[i] = v
+    bounds = box_bounds(W["model"], W["g"], W["d"], boxes, W["prec"], fast, [eps] * len(boxes), centres=first,
+                        axes=axes, arb=False)
+    missed = [i for i, b in enumerate(bounds) if b is None or b > eps]
+    if fast is None:  # balls at every centre, as the boxes were
+        ceps = BallContext(W["prec"]).convert(eps)
+        for i in missed:
+            err = point_error(W["model"], W["g"], W["d"], boxes[i].centre, W["prec"])
+            first[i] = err.str(20, radius=True) if err > ceps else (False if err <= ceps else None)
+    else:
+        # the centre: first the box's own model at delta = 0, then (if that cannot tell) a float point pass
+        again = [i for i in missed if first[i] is None]
+        for i, v in zip(again, centre_refutes(W["model"], W["g"], W["d"], [boxes[i] for i in again], W["prec"],
+                                              fast, eps)):
+            first[i] = v
     return [(box, bound, first[i], axes[i]) for i, (box, bound) in enumerate(zip(boxes, bounds))]
 
 
@@ -414,17 +430,19 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
             for batch in results:
                 for box, bound, centre, axis in batch:
                     evaluated += 1
+                    last = box.width() / 2 < opts.min_width
+                    if bound is None and last:  # the floats could not enclose it and no split is left: Arb
+                        bound = box_bound(model, g, d, box, opts.prec)
                     if bound is not None and bound <= eps:
                         proved.append((box, bound))
                         proved_volume += box.volume()
                     else:
-                        last = box.width() / 2 < opts.min_width
-                        if centre or centre is None:
-                            # the floats proved the violation, or could not decide it: balls decide
+                        if centre is None and last:  # nothing decided the centre: balls
                             err = point_error(model, g, d, box.centre, opts.prec)
-                            if err > ceps or centre:
-                                counter = {"x": [str(v) for v in box.centre], "error": err.str(20, radius=True)}
-                                break
+                            centre = err.str(20, radius=True) if err > ceps else None
+                        if centre:
+                            counter = {"x": [str(v) for v in box.centre], "error": centre}
+                            break
                         if last:
                             undecided.append(box)
                         else:
