@@ -107,6 +107,7 @@ class _Boxes:
         else:
             G = a.G if b.G is None else (sign * b.G if a.G is None else a.G + sign * b.G)
             eG = fo.err(G) if (a.G is not None and b.G is not None) else None
+            G = np.broadcast_to(G, np.broadcast_shapes(G.shape[:2] + c.shape[1:], G.shape))
         r = fo.up(a.r + b.r)
         return self.fold(c, G, np.broadcast_to(r, c.shape), fo.err(c), eG)
 

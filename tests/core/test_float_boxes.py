@@ -372,3 +372,16 @@ def test_no_float_path_for_hardmax_or_token_models():
     hard = Transformer(layers=(Attention((head,), "hardmax", skip=1),), embedding=emb, readout=Readout(0, 0))
     tokens = Transformer(layers=(Attention((head,), "softmax"),), input="tokens", readout=Readout(0, 0))
     assert evaluator(hard) is None and evaluator(tokens) is None
+
+
+def test_add_broadcasts_the_gradient_of_the_smaller_operand():
+    """A model with a gradient of shape (1,) plus a constant of shape (3,): the sum has a gradient
+    for each of the three entries (each x + k_j), not one."""
+    bx = _Boxes(np.array([[0.5]]))
+    x = FTM(np.array([[0.5]]), np.array([[[1.0]]]), np.array([[0.0]]))
+    k = FTM(np.array([[0.0, 1.0, 2.0]]), None, np.zeros((1, 3)))
+    s = bx.add(k, x)
+    assert s.c.shape == (1, 3) and s.G.shape == (1, 1, 3)
+    lo, hi = bx.range(s)
+    assert lo[0].tolist() == pytest.approx([0.0, 1.0, 2.0]) and hi[0].tolist() == pytest.approx([1.0, 2.0, 3.0])
+    assert np.all(lo[0] <= [0, 1, 2]) and np.all(hi[0] >= [1, 2, 3])
