@@ -1,0 +1,640 @@
+"""Tests written against surviving mutants of the float64 box pass (core/outward.py, core/float_boxes.py).
+
+Each test checks one property that an edit of the code broke without any other test noticing
+(docs/mutation-testing.md lists the edits).  Independent computations only: exact rationals
+(Fraction), 300-bit Arb balls, or exact values of functions inside the operand models.
+"""
+
+import random
+from fractions import Fraction as F
+
+import flint
+import numpy as np
+import pytest
+from test_float_boxes import _exp_exact, _inside, _model, _points, _value
+
+from symbounds.core import outward as fo
+from symbounds.core.float_boxes import FTM, _Boxes
+
+MAX = float(np.finfo(np.float64).max)
+
+
+def exact(v) -> F:
+    return F(float(v))
+
+
+def arb(q: F) -> flint.arb:
+    return flint.arb(flint.fmpq(q.numerator, q.denominator))
+
+
+# ------------------------------------------------------------------------------------------
+# outward.py
+
+
+def test_ln2_split_brackets_ln2_with_a_short_head():
+    """``C1 + C2lo < ln 2 < C1 + C2hi`` in 300-bit balls, ``C2lo``, ``C2hi`` two doubles apart
+    at most, and ``C1`` with its last 21 bits zero (so ``k C1`` is exact for ``|k| < 2^11``)."""
+    c1, lo, hi = fo._ln2_split()
+    with flint.ctx.workprec(300):
+        ln2 = flint.arb(2).log()
+        assert arb(exact(c1) + exact(lo)) < ln2 < arb(exact(c1) + exact(hi))
+    assert lo < hi and np.nextafter(np.nextafter(lo, 1.0), 1.0) == hi
+    m, _ = np.frexp(c1)
+    assert F(int(m * 2**53)) % 2**21 == 0
+    assert (fo._LN2_C1, fo._LN2_C2LO, fo._LN2_C2HI) == (c1, lo, hi)
+
+
+def test_from_fraction_is_exact_on_doubles_and_tight_elsewhere():
+    """A rational that is a double converts with radius 0; any other to its nearest double with
+    a radius of at most a few ulps (``|q - m| <= ulp(m) / 2``, rounded up)."""
+    doubles = [F(3, 4), F(-5), F(2**60), F(-(2**53) + 1, 2**20), F(1, 2**1074), F(2**52 + 1, 2**1000)]
+    for q in doubles:
+        m, r = fo.from_fraction(q)
+        assert exact(m) == q and r == 0.0, q
+    for q in [F(1, 3), F(-7, 10), F(2**53 + 1), F(2**54 + 1), F(2**53 + 1, 2), F(10**30 + 1), F(1, 2**1100)]:
+        m, r = fo.from_fraction(q)
+        assert abs(q - exact(m)) <= exact(r), q
+        ulp = exact(np.spacing(abs(m))) if m != 0 else F(2) ** -1074
+        assert 0 < exact(r) <= 2 * ulp, (q, m, r)
+
+
+def test_from_fraction_outside_the_double_range_keeps_the_sign():
+    for q, s in [(F(10) ** 400, 1), (-(F(10) ** 400), -1), (F(10**400 + 1, 3), 1)]:
+        m, r = fo.from_fraction(q)
+        assert r == np.inf and m == s * MAX
+
+
+def test_exp_bounds_are_within_the_stated_margin():
+    """``exp_lower(x) >= e^x (1 - 2^-44 - 2^-49)`` and ``exp_upper(x) <= e^x (1 + 2^-44 + 2^-49)``
+    where the reduced argument is largest (``|r|`` near 0.35): the polynomial's own error is far
+    below ``2^-49`` there, so a dropped or misplaced Taylor coefficient shows."""
+    xs = [0.34, -0.34, 0.3465, -0.3465, 0.33, float(np.log(2)) + 0.34, float(np.log(2)) - 0.34, 3 * 0.6931 + 0.345]
+    lo, hi = fo.exp_lower(np.array(xs)), fo.exp_upper(np.array(xs))
+    with flint.ctx.workprec(300):
+        for x, a, b in zip(xs, lo, hi):
+            e = arb(exact(x)).exp()
+            margin = flint.arb(2) ** -44 + flint.arb(2) ** -49
+            assert arb(exact(a)) < e < arb(exact(b)), x
+            assert arb(exact(b)) <= e * (1 + margin), x
+            assert arb(exact(a)) >= e * (1 - margin), x
+
+
+def test_exp_bounds_of_integers_are_those_of_doubles():
+    """Integer input is read as doubles (``e^1`` is not truncated to an integer)."""
+    xs = [1, -1, 2, 1000, -1000]
+    lo, hi = fo.exp_bounds(xs)
+    with flint.ctx.workprec(300):
+        for x, a, b in zip(xs[:3], lo, hi):
+            e = flint.arb(x).exp()
+            assert arb(exact(a)) < e < arb(exact(b)) and b - a < 1e-12 * b, x
+    assert lo[3] == MAX and hi[3] == np.inf and lo[4] == 0.0 and 0 < hi[4] <= 2.0**-1074
+
+
+def _subnormal_products(n: int):
+    """``n`` products ``(3/2 2^-537)^2 = 9/4 eta`` (``eta = 2^-1074``), each rounded to ``2 eta``:
+    the float sum misses ``n eta / 4``, an error only the ``n eta`` terms of the bounds cover."""
+    a = np.full(n, 1.5 * 2.0**-537)
+    return a, F(9, 4) * n * F(2) ** -1074
+
+
+def test_matmul_bounds_cover_underflow_in_batched_and_single_row_products():
+    """``A @ B`` with ``A`` of shape ``(1, n)`` or ``(1, 1, n)`` (the length of the sum is the last
+    axis, not the first or the second) and products in the subnormal range."""
+    n = 64
+    eta = F(2) ** -1074
+    a, true = _subnormal_products(n)
+    for A in (a.reshape(1, n), a.reshape(1, 1, n)):
+        B = a.reshape(n, 1)
+        T = (A @ B).reshape(-1)[0]
+        up_ = fo.matmul_up(A, B).reshape(-1)[0]
+        e = fo.matmul_err(A, B).reshape(-1)[0]
+        assert exact(T) < true <= exact(up_), A.shape
+        assert abs(true - exact(T)) <= exact(e), A.shape
+        # and no looser than the documented T (1 + 2nu) + 2 n eta (rounded up twice)
+        assert exact(up_) - true <= (2 * n + 3) * eta, A.shape
+
+
+def test_rounding_error_bounds_are_not_loose():
+    """``err(y)`` is at most ``2.5 u |y| + 2 eta`` (one rounding errs by ``u |y| + eta/2`` at most);
+    ``matmul_err`` at most ``2.5 n u |A||B| + 2 n eta``, the a-priori bound ``gamma_n`` with the
+    factor 2 the docstring states."""
+    u, eta = F(2) ** -53, F(2) ** -1074
+    y = np.array([1.0, -3.5, 1e300, 1e-300, 2.0**-1070, 0.0, 7.25])
+    for v, e in zip(y, fo.err(y)):
+        assert exact(e) <= F(5, 2) * u * abs(exact(v)) + 2 * eta, v
+    rng = np.random.default_rng(4)
+    for n in (1, 7, 100):
+        A, B = rng.uniform(0, 3, (3, n)), rng.uniform(0, 3, (n, 2))
+        E = fo.matmul_err(A, B)
+        for i in range(3):
+            for j in range(2):
+                s = sum(exact(A[i, k]) * exact(B[k, j]) for k in range(n))
+                assert exact(E[i, j]) <= F(5, 2) * n * u * s + 2 * n * eta, (n, i, j)
+
+
+def test_sum_and_product_upper_bounds_are_not_loose():
+    """Where the float sum is exact (small dyadic terms), ``sum_up`` and ``matmul_up`` exceed the
+    exact value by at most the documented factor ``1 + 2nu`` (and the ``4u`` of each upward rounding, and ``eta``)."""
+    u, eta = F(2) ** -53, F(2) ** -1074
+    rng = np.random.default_rng(5)
+    for n in (3, 50, 400):
+        a = rng.integers(1, 1000, (2, n)) / 8.0
+        b = rng.integers(1, 1000, (n, 1)) / 8.0
+        S, M = fo.sum_up(a, axis=1), fo.matmul_up(a, b)
+        for i in range(2):
+            s = sum(exact(v) for v in a[i])
+            assert s <= exact(S[i]) <= s * (1 + (2 * n + 24) * u) + 2 * eta, n
+            p = sum(exact(a[i, k]) * exact(b[k, 0]) for k in range(n))
+            assert p <= exact(M[i, 0]) <= p * (1 + (2 * n + 24) * u) + (2 * n + 2) * eta, n
+
+
+# ------------------------------------------------------------------------------------------
+# float_boxes.py: the Taylor-model operations with no remainder and exact weights, so that
+# every rounding error is the whole of the remainder and a dropped one shows.
+
+
+def _exact_model(rng, B, d, shape, grad=True, zeros=True):
+    """Operands with remainder 0, centres of every size (some exactly 0), non-dyadic gradients."""
+    size = B * int(np.prod(shape))
+    c = np.array(
+        [0.0 if zeros and rng.random() < 0.25 else rng.uniform(-2, 2) * 10.0 ** rng.randint(-3, 2) for _ in range(size)]
+    ).reshape((B,) + shape)
+    G = None
+    if grad:
+        G = np.array([rng.uniform(-3, 3) for _ in range(B * d * int(np.prod(shape)))]).reshape((B, d) + shape)
+    return FTM(c, G, np.zeros(c.shape))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "exp", "reciprocal", "relu", "sum", "linear", "scale"])
+def test_operations_without_remainders_cover_their_rounding_errors(op, seed):
+    rng = random.Random(7000 * seed + sum(map(ord, op)))
+    B, d, shape = 3, rng.choice([1, 2, 3]), (2, 3)
+    h = np.array([[rng.choice([1 / 64, 1 / 8, 1 / 2, 3.0]) for _ in range(d)] for _ in range(B)])
+    bx = _Boxes(h)
+    # gradients: both (seeds 0, 1, 4), only b (3), only a (2), neither (5)
+    a = _exact_model(rng, B, d, shape, grad=seed not in (3, 5) or op == "exp", zeros=op not in ("reciprocal", "exp"))
+    b = _exact_model(rng, B, d, shape, grad=seed % 3 != 2)
+    if op == "reciprocal":
+        a.c = a.c + np.sign(a.c) * 20
+    if op == "exp":
+        a.c = a.c * 3
+    W = (np.array([[rng.uniform(-2, 2) for _ in range(2)] for _ in range(4)]), None)
+    k = (rng.uniform(-3, 3), 0.0)
+    ok = None
+    if op in ("add", "sub"):
+        res = bx.add(a, b, 1.0 if op == "add" else -1.0)
+    elif op == "mul":
+        res = bx.mul(a, b)
+    elif op == "exp":
+        res = bx.exp(a)
+    elif op == "reciprocal":
+        res, ok = bx.reciprocal(a)
+    elif op == "relu":
+        res = bx.relu(a)
+    elif op == "sum":
+        res = bx.sum(a, 1)
+    elif op == "linear":
+        res = bx.linear(W, a)
+    else:
+        res = bx.scale(k, a)
+    checked = 0
+    for bi in range(B):
+        for delta in _points(rng, h[bi]):
+            for idx in np.ndindex(*res.c.shape[1:]):
+                va = _value(a, bi, idx, delta, 0) if op not in ("sum", "linear") else None
+                if op == "exp":
+                    centre = exact(res.c[(bi,) + idx])
+                    if res.G is not None:
+                        centre += sum(exact(res.G[(bi, i) + idx]) * delta[i] for i in range(d))
+                    with flint.ctx.workprec(300):
+                        assert abs(_exp_exact(va) - arb(centre)) <= arb(exact(res.r[(bi,) + idx])), (idx, delta)
+                    checked += 1
+                    continue
+                if op == "reciprocal" and not ok[(bi,) + idx]:
+                    continue
+                vb = _value(b, bi, idx, delta, 0) if op in ("add", "sub", "mul") else None
+                if op == "add":
+                    true = va + vb
+                elif op == "sub":
+                    true = va - vb
+                elif op == "mul":
+                    true = va * vb
+                elif op == "reciprocal":
+                    true = 1 / va
+                elif op == "relu":
+                    true = max(va, F(0))
+                elif op == "scale":
+                    true = exact(k[0]) * va
+                elif op == "sum":
+                    true = sum(_value(a, bi, (idx[0], j), delta, 0) for j in range(shape[1]))
+                else:
+                    true = sum(exact(W[0][idx[0], q]) * _value(a, bi, (q, idx[1]), delta, 0) for q in range(shape[0]))
+                assert _inside(res, bi, idx, delta, true), (op, bi, idx, delta)
+                checked += 1
+    assert checked > 20
+
+
+# ------------------------------------------------------------------------------------------
+# softmax of interval scores (the affine prefix's points)
+
+
+def _interval(rng, shape, radius):
+    c = np.array([rng.uniform(-2, 2) for _ in range(int(np.prod(shape)))]).reshape(shape)
+    r = np.array([rng.choice([0.0, radius, 2 * radius]) for _ in range(c.size)]).reshape(shape)
+    return FTM(c, None, r)
+
+
+def _pick_in(rng, m: FTM, idx):
+    return exact(m.c[idx]) + F(rng.choice([-1, 1, 0, F(1, 3)])) * exact(m.r[idx])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_softmax_of_interval_scores_encloses_the_softmax_of_every_point(seed):
+    """``pi[b, j, k] = softmax_k(t <q_j, k_k>)`` for ``q``, ``k`` and the attention factor ``t``
+    anywhere in their intervals, in 300-bit balls; the same for any block size."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = random.Random(seed)
+    B, dk, nq, n = 2, rng.choice([1, 2]), rng.choice([1, 3]), rng.choice([2, 4])
+    Q, K = _interval(rng, (B, dk, nq), 0.01), _interval(rng, (B, dk, n), 0.02)
+    tau = [None, (2.5, 0.0), (0.7, 0.05), (-1.5, 0.01)][seed % 4]
+    keep = sorted(rng.sample(range(n), rng.randint(1, n)))
+    for block in (1 << 22, 1, 2):
+        pi, ok = _softmax_interval(Q, K, tau, keep, block=block)
+        assert pi.c.shape == (B, nq, len(keep)) and ok.shape == (B, nq) and ok.all()
+        for b in range(B):
+            for _ in range(4):
+                q = [[_pick_in(rng, Q, (b, a, j)) for j in range(nq)] for a in range(dk)]
+                k = [[_pick_in(rng, K, (b, a, m)) for m in range(n)] for a in range(dk)]
+                t = F(1) if tau is None else exact(tau[0]) + F(rng.choice([-1, 1, 0])) * exact(tau[1])
+                with flint.ctx.workprec(300):
+                    for j in range(nq):
+                        e = [(arb(t * sum(q[a][j] * k[a][m] for a in range(dk)))).exp() for m in range(n)]
+                        total = sum(e)
+                        for col, m in enumerate(keep):
+                            p = e[m] / total
+                            assert abs(p - arb(exact(pi.c[b, j, col]))) <= arb(exact(pi.r[b, j, col])), (b, j, m, block)
+
+
+def _softmax_arb(scores, k):
+    e = [arb(s).exp() for s in scores]
+    return e[k] / sum(e)
+
+
+def test_softmax_of_interval_scores_at_the_corners():
+    """Hand-worked: one query ``q in [1/2, 3/2]``, keys ``k0 in [-11/2, -9/2]`` and ``k1 = 5``,
+    factor ``t in [3/4, 5/4]`` (or 1): the scores ``t q k`` are bilinear, so their extremes, and
+    those of the softmax, are at the corners; each corner's softmax lies in the enclosure."""
+    from itertools import product
+
+    from symbounds.core.float_boxes import _softmax_interval
+
+    Q = FTM(np.array([[[1.0]]]), None, np.array([[[0.5]]]))
+    K = FTM(np.array([[[-5.0, 5.0]]]), None, np.array([[[0.5, 0.0]]]))
+    for tau, ts in [(None, [F(1)]), ((1.0, 0.25), [F(3, 4), F(5, 4)])]:
+        pi, ok = _softmax_interval(Q, K, tau, [0, 1])
+        assert ok.all()
+        with flint.ctx.workprec(300):
+            for q, k0, t in product([F(1, 2), F(3, 2)], [F(-11, 2), F(-9, 2)], ts):
+                for m in (0, 1):
+                    p = _softmax_arb([t * q * k0, t * q * 5], m)
+                    assert abs(p - arb(exact(pi.c[0, 0, m]))) <= arb(exact(pi.r[0, 0, m])), (tau, q, k0, t, m)
+
+
+def test_softmax_of_exact_large_scores_covers_their_rounding():
+    """Exact queries and keys whose scores are near-ties of size ~1000 after an inexact factor
+    ``t`` (and scores that cancel from products of size 1e6): the rounding errors of the scores
+    exceed the exp bounds' own margin, so each must be in the remainder."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = np.random.default_rng(9)
+    B = 400
+    for tau in (None, (float(F(1, 3)), 0.0), (0.7, 0.0)):
+        q = rng.uniform(500, 1000, (B, 2, 1))
+        k = np.empty((B, 2, 3))
+        k[:, :, 0] = rng.uniform(-2, 2, (B, 2))
+        k[:, 0, 1] = rng.uniform(500, 1000, B)
+        k[:, 1, 1] = -(q[:, 0, 0] * k[:, 0, 1]) / q[:, 1, 0] + rng.uniform(-0.01, 0.01, B)  # cancels
+        k[:, :, 2] = k[:, :, 0] + rng.uniform(-1e-9, 1e-9, (B, 2))  # a near-tie with key 0
+        Q, K = FTM(q, None, np.zeros_like(q)), FTM(k, None, np.zeros_like(k))
+        pi, ok = _softmax_interval(Q, K, tau, [0, 1, 2])
+        assert ok.all()
+        t = F(1) if tau is None else exact(tau[0])
+        with flint.ctx.workprec(300):
+            for b in range(B):
+                s = [t * sum(exact(q[b, a, 0]) * exact(k[b, a, m]) for a in range(2)) for m in range(3)]
+                e = [arb(v).exp() for v in s]
+                for m in range(3):
+                    p = e[m] / sum(e)
+                    assert abs(p - arb(exact(pi.c[b, 0, m]))) <= arb(exact(pi.r[b, 0, m])), (tau, b, m)
+
+
+def test_softmax_of_interval_scores_flags_a_row_whose_sum_underflows():
+    """Scores ``s_A in [-743.75, 743.75]`` and ``s_B = -800``, shifted by the larger centre 0: the
+    lower bounds of ``e^(s - 0)`` are ``2^-1074`` and 0, so the row's sum has no positive lower
+    bound (0 once rounded down) and the row must be flagged: at ``s_A = -743.75`` the weight of
+    ``B`` is ``e^-56.25 / (1 + e^-56.25)``, which its upper bound ``e^-800`` (0), divided by
+    anything at most 1, does not reach."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    Q = FTM(np.array([[[1.0]]]), None, np.zeros((1, 1, 1)))
+    K = FTM(np.array([[[0.0, -800.0]]]), None, np.array([[[743.75, 0.0]]]))
+    pi, ok = _softmax_interval(Q, K, None, [0, 1])
+    if ok[0, 0]:
+        with flint.ctx.workprec(300):
+            p = _softmax_arb([F(-743.75), F(-800)], 1)
+            assert abs(p - arb(exact(pi.c[0, 0, 1]))) <= arb(exact(pi.r[0, 0, 1]))
+
+
+# ------------------------------------------------------------------------------------------
+# whole networks, the embedding and the affine prefix, with weights that are not doubles
+
+
+def _inexact(model, k=F(7, 5), tau=None):
+    """``model`` with every weight times ``k`` (structure kept: zeros, ReLU pairs, constant rows
+    and heads), so the weights and the embedding are rationals with no exact double."""
+    import dataclasses
+
+    from symbounds.core.transformer import Attention, Embedding, FeedForward, Head
+
+    def m(M):
+        return tuple(tuple(F(v) * k for v in row) for row in M)
+
+    layers = []
+    for layer in model.layers:
+        if isinstance(layer, Attention):
+            heads = tuple(Head(m(h.W_Q), m(h.W_K), m(h.W_V), m(h.W_O)) for h in layer.heads)
+            layers.append(Attention(heads, "softmax", skip=F(layer.skip) * k, tau=tau))
+        else:
+            layers.append(
+                FeedForward(
+                    m(layer.W1),
+                    tuple(F(v) * k for v in layer.b1),
+                    m(layer.W2),
+                    tuple(F(v) * k for v in layer.b2),
+                    skip=F(layer.skip) * k,
+                )
+            )
+    emb = model.embedding
+    return dataclasses.replace(
+        model, layers=tuple(layers), embedding=Embedding(base=m(emb.base), E=m(emb.E), column=emb.column)
+    )
+
+
+def _box_models(seed):
+    from test_soundness import random_network
+
+    rng = random.Random(seed)
+    d = rng.choice([1, 2])
+    tau = [None, F(5, 3), F(-3, 7)][seed % 3]
+    return rng, d, _inexact(random_network(rng, d), tau=tau)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_embedding_and_affine_prefix_models_enclose_the_exact_state(seed):
+    """The float models of ``Z_0 = base + E x`` (every entry) and of the affine prefix ``Z_p(x)``
+    (the rows the next layer reads) contain the exact state at points of each box, including its
+    corners: exact rationals for ``Z_0``, 300-bit balls of the network's own forward pass for
+    ``Z_p``."""
+    from test_soundness import random_boxes
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.contexts import BallContext
+    from symbounds.core.float_boxes import _centres, evaluator
+    from symbounds.core.transformer import forward
+
+    rng, d, model = _box_models(seed)
+    ev = evaluator(model)
+    ev.setup()
+    boxes = random_boxes(rng, d, 4) + [Box(tuple(F(-3, 2) for _ in range(d)), tuple(F(5, 2) for _ in range(d)))]
+    x0, h = _centres([b.lo for b in boxes], [b.hi for b in boxes])
+    bx = _Boxes(h)
+    Z0 = ev._embed(bx, x0)
+    ZP = ev._from_prefix(_Boxes(h), x0) if ev.prefix > 0 else None
+    rows = ev._rows_read() if ev.prefix > 0 else []
+    emb = model.embedding
+    ball = BallContext(300)
+    for b, box in enumerate(boxes):
+        pts = [box.lo, box.hi, tuple(F(rng.randint(0, 8), 8) * (hi - lo) + lo for lo, hi in zip(box.lo, box.hi))]
+        for x in pts:
+            delta = [xi - exact(ci) for xi, ci in zip(x, x0[b])]
+            for r in range(len(emb.base)):
+                for j in range(len(emb.base[0])):
+                    true = F(emb.base[r][j]) + (sum(F(emb.E[r][i]) * x[i] for i in range(d)) if j == emb.column else 0)
+                    assert _inside(Z0, b, (r, j), delta, true), (seed, b, x, r, j)
+            if ZP is None:
+                continue
+            with ball.scope():
+                Z = forward(ball, model, list(x), stop=ev.prefix)
+                if not isinstance(Z, list):  # the prefix is the whole network: its readout
+                    ro = model.readout
+                    Z = {ro.row: {ro.column: Z}}
+                for r in rows:
+                    for j in Z[r] if isinstance(Z[r], dict) else range(len(Z[r])):
+                        centre = exact(ZP.c[b, r, j]) + sum(exact(ZP.G[b, i, r, j]) * delta[i] for i in range(d))
+                        assert abs(Z[r][j] - arb(centre)) <= arb(exact(ZP.r[b, r, j])), (seed, b, x, r, j)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_networks_with_inexact_weights_float_ranges_contain_the_values(seed):
+    """Whole networks whose weights are not doubles (every weight a double ball of nonzero
+    radius): the float range of each box contains the exact (or 300-bit) value at its corners
+    and at inner points."""
+    from test_soundness import random_boxes, true_value
+
+    from symbounds.core.float_boxes import evaluator
+
+    rng, d, model = _box_models(seed)
+    ev = evaluator(model)
+    ev.setup()
+    boxes = random_boxes(rng, d, 5)
+    lo, hi, ok = ev.ranges([b.lo for b in boxes], [b.hi for b in boxes])
+    for box, a, z, good in zip(boxes, lo, hi, ok):
+        if not good:
+            continue
+        for x in [box.lo, box.hi, tuple((l + u) / 2 for l, u in zip(box.lo, box.hi))]:
+            vlo, vhi = true_value(model, x)
+            assert vlo <= exact(z) and exact(a) <= vhi, (seed, box, x)
+    assert ok.sum() >= 3
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_softmax_with_gradients_encloses_the_softmax_at_points(seed):
+    """``_softmax`` of linear scores ``t <Q_j(x), K_k(x)>`` (exact functions inside the operand
+    models, no remainders) contains the 300-bit softmax at the corners and inner points of wide
+    boxes, with and without an inexact factor ``t``."""
+    from symbounds.core.float_boxes import _softmax
+
+    rng = random.Random(300 + seed)
+    B, d, dk, nq, n = 2, rng.choice([1, 2]), rng.choice([1, 2]), 2, rng.choice([2, 3])
+    h = np.array([[rng.choice([1 / 4, 1 / 2, 1.0]) for _ in range(d)] for _ in range(B)])
+    bx = _Boxes(h)
+
+    def operand(shape):
+        c = np.array([rng.uniform(-1, 1) for _ in range(B * dk * shape)]).reshape(B, dk, shape)
+        G = np.array([rng.uniform(-0.5, 0.5) for _ in range(B * d * dk * shape)]).reshape(B, d, dk, shape)
+        return FTM(c, G if seed < 6 else None, np.zeros(c.shape))  # seeds 6, 7: interval scores
+
+    Q, K = operand(nq), operand(n)
+    tau = [None, (1 / 3, 0.0), (2.5, 0.0), (0.7, 0.0)][seed % 4]
+    pi, ok = _softmax(bx, Q, K, tau)
+    assert ok.all()
+    t = F(1) if tau is None else exact(tau[0])
+    for b in range(B):
+        for delta in _points(rng, h[b]):
+            with flint.ctx.workprec(300):
+                for j in range(nq):
+                    s = [
+                        t * sum(_value(Q, b, (a, j), delta, 0) * _value(K, b, (a, m), delta, 0) for a in range(dk))
+                        for m in range(n)
+                    ]
+                    for m in range(n):
+                        centre = exact(pi.c[b, j, m])
+                        if pi.G is not None:
+                            centre += sum(exact(pi.G[b, i, j, m]) * delta[i] for i in range(d))
+                        assert abs(_softmax_arb(s, m) - arb(centre)) <= arb(exact(pi.r[b, j, m])), (b, j, m, delta)
+
+
+def test_reciprocal_of_small_operands_and_tiny_boxes():
+    """``1/b`` for ``b`` in ``(0, 1)`` and ``(-1, 0)`` (where ``1/min|b|^3`` is larger than 1, so
+    the remainder must divide by it) and for boxes so small that the rounding of ``g / c^2`` is
+    the largest error: exact values at points."""
+    rng = random.Random(17)
+    B, d, shape = 4, 2, (2, 3)
+    for h_val in (2.0**-60, 2.0**-30, 1 / 64):
+        h = np.full((B, d), h_val)
+        c = np.array([rng.choice([-1, 1]) * rng.uniform(0.3, 0.9) for _ in range(B * 6)]).reshape((B,) + shape)
+        G = np.array([rng.uniform(-1, 1) for _ in range(B * d * 6)]).reshape((B, d) + shape)
+        for r_val in (0.0, 1e-3):
+            a = FTM(c, G, np.full(c.shape, r_val))
+            res, ok = _Boxes(h).reciprocal(a)
+            assert ok.all()
+            for bi in range(B):
+                for delta in _points(rng, h[bi]):
+                    for idx in np.ndindex(*shape):
+                        for frac in (-1, 1):
+                            va = _value(a, bi, idx, delta, frac)
+                            assert _inside(res, bi, idx, delta, 1 / va), (h_val, r_val, bi, idx, delta)
+
+
+def test_reciprocal_flags_a_small_range_through_zero():
+    """A range ``[-1/4, 3/4]`` (upper end below 1) contains 0: flagged."""
+    bx = _Boxes(np.array([[1.0]]))
+    for c, g in [(0.25, 0.5), (-0.25, 0.5), (0.0, 1e-3)]:
+        _, ok = bx.reciprocal(FTM(np.array([[c]]), np.array([[[g]]]), np.array([[0.0]])))
+        assert not ok[0, 0], (c, g)
+
+
+def test_interval_matmul_encloses_every_product_of_interval_entries():
+    """``V pi^T`` with both factors intervals: the exact extremes (each term ``p_k v_k`` is
+    bilinear, so its extremes are at the corners of its own two intervals) lie inside; and with
+    point factors the rounding error alone must be covered."""
+    from symbounds.core.float_boxes import _interval_matmul
+
+    rng = random.Random(23)
+    B, dv, nq, n = 2, 3, 2, 5
+    for vr_val, pr_val in [(0.1, 0.05), (0.0, 0.0), (0.0, 0.01), (0.02, 0.0)]:
+        vc = np.array([rng.uniform(-2, 2) for _ in range(B * dv * n)]).reshape(B, dv, n) / 3
+        pc = np.array([rng.uniform(0, 1) for _ in range(B * nq * n)]).reshape(B, nq, n) / 7
+        V = FTM(vc, None, np.full(vc.shape, vr_val))
+        P = FTM(pc, None, np.full(pc.shape, pr_val))
+        A = _interval_matmul(P, V)
+        for b in range(B):
+            for a in range(dv):
+                for j in range(nq):
+                    lo = hi = F(0)
+                    for k in range(n):
+                        corners = [
+                            (exact(pc[b, j, k]) + s * exact(pr_val)) * (exact(vc[b, a, k]) + t * exact(vr_val))
+                            for s in (-1, 1)
+                            for t in (-1, 1)
+                        ]
+                        lo, hi = lo + min(corners), hi + max(corners)
+                    c, r = exact(A.c[b, a, j]), exact(A.r[b, a, j])
+                    assert c - r <= lo and hi <= c + r, (vr_val, pr_val, b, a, j)
+
+
+def test_centres_and_half_widths_contain_the_exact_box():
+    from symbounds.core.float_boxes import _centres
+
+    los = [[F(1, 3), F(-2, 7)], [F(1, 10), F(0)], [F(10**20, 3), F(-1, 2**70)]]
+    his = [[F(1, 3) + F(1, 2**60), F(-2, 7)], [F(3, 10), F(1, 3)], [F(10**20, 3) + 1, F(1, 2**70)]]
+    x0, h = _centres(los, his)
+    for b in range(3):
+        for i in range(2):
+            assert exact(x0[b, i]) - exact(h[b, i]) <= los[b][i] and his[b][i] <= exact(x0[b, i]) + exact(h[b, i])
+
+
+def test_exp_of_an_interval_is_its_exact_image():
+    """``exp`` of an interval model (no gradient) is ``[e^(c-r), e^(c+r)]``: contains both ends
+    and is no wider than them by more than the exp bounds' own ``2^-44`` margin."""
+    c = np.array([[-3.0, 0.0, 0.5, 2.0, 20.0]])
+    r = np.array([[0.0, 0.25, 1e-9, 1.0, 0.5]])
+    res = _Boxes(np.zeros((1, 1))).exp(FTM(c, None, r))
+    with flint.ctx.workprec(300):
+        for k in range(c.shape[1]):
+            lo, hi = _exp_exact(exact(c[0, k]) - exact(r[0, k])), _exp_exact(exact(c[0, k]) + exact(r[0, k]))
+            mc, mr = arb(exact(res.c[0, k])), arb(exact(res.r[0, k]))
+            assert mc - mr <= lo and hi <= mc + mr, k
+            assert 2 * mr <= (hi - lo) + hi * flint.arb(2) ** -42, k
+
+
+def test_relu_of_a_range_through_zero_is_the_hull_from_zero_to_its_top():
+    """Where the range ``[lo, hi]`` of ``a`` contains 0 in its interior, ``relu(a)`` is the constant
+    hull ``[0, hi]``: it contains every value of ``max(a, 0)``, and is no wider than
+    ``[-2^-45 hi, hi (1 + 2^-45)]`` around it (``hi`` the exact top of the model)."""
+    h = np.array([[0.5, 0.25]])
+    c = np.array([[0.1, -0.2, 1.0]])
+    G = np.array([[[1.0, 1.0, 4.0], [0.5, 2.0, 0.0]]])
+    a = FTM(c, G, np.array([[0.01, 0.0, 0.5]]))
+    res = _Boxes(h).relu(a)
+    for k in range(3):
+        top = exact(c[0, k]) + sum(abs(exact(G[0, i, k])) * exact(h[0, i]) for i in range(2)) + exact(a.r[0, k])
+        lo, hi = exact(res.c[0, k]) - exact(res.r[0, k]), exact(res.c[0, k]) + exact(res.r[0, k])
+        assert res.G is None or not res.G[0, :, k].any()
+        assert lo <= 0 and top <= hi, k
+        assert lo >= -top * F(2) ** -45 and hi <= top * (1 + F(2) ** -45), k
+
+
+def test_model_entries_by_integer_and_tuple_index():
+    c, G, r = np.arange(6.0).reshape(1, 2, 3), np.arange(12.0).reshape(1, 2, 2, 3), np.ones((1, 2, 3))
+    m = FTM(c, G, r)
+    row = m[1]
+    assert row.c.tolist() == [[3.0, 4.0, 5.0]] and row.G.tolist() == [[[3.0, 4.0, 5.0], [9.0, 10.0, 11.0]]]
+    one = m[1, 2]
+    assert one.c.tolist() == [5.0] and one.G.tolist() == [[5.0, 11.0]] and one.r.tolist() == [1.0]
+
+
+@pytest.mark.parametrize("grads", [(True, True), (True, False), (False, True), (False, False)])
+def test_weighted_values_with_and_without_gradients(grads):
+    """``A[b, a, j] = sum_k pi[b, j, k] V[b, a, k]`` for every combination of operands with and
+    without gradients: exact values of functions inside the operands, at points."""
+    from symbounds.core.float_boxes import _weighted_values
+
+    rng = random.Random(sum(grads) + 2 * grads[0])
+    B, d, dv, nq, n = 2, 2, 3, 2, 4
+    h = np.full((B, d), 0.125)
+    pi = _model(rng, B, d, (nq, n), grad=grads[0])
+    V = _model(rng, B, d, (dv, n), grad=grads[1])
+    A = _weighted_values(_Boxes(h), pi, V)
+    for b in range(B):
+        for delta in _points(rng, h[b]):
+            for fp, fv in [(1, -1), (-1, 1), (F(1, 3), 0)]:
+                for a in range(dv):
+                    for j in range(nq):
+                        true = sum(_value(pi, b, (j, k), delta, fp) * _value(V, b, (a, k), delta, fv) for k in range(n))
+                        assert _inside(A, b, (a, j), delta, true), (grads, b, a, j)
+
+
+def test_bias_radius_is_added_even_with_a_zero_midpoint():
+    """A bias ball ``0 +- 1e-3`` (a weight rounded to 0) and ``1/2 +- 1e-3`` widen the model by their radius."""
+    from symbounds.core.float_boxes import _add_bias
+
+    a = FTM(np.array([[[1.0], [2.0]]]), None, np.zeros((1, 2, 1)))
+    for bm in (np.zeros(2), np.array([0.5, 0.0])):
+        out = _add_bias(_Boxes(np.zeros((1, 1))), a, (bm, np.full(2, 1e-3)))
+        for i in range(2):
+            for s in (-1, 1):
+                true = exact(a.c[0, i, 0]) + exact(bm[i]) + s * exact(1e-3)
+                assert abs(true - exact(out.c[0, i, 0])) <= exact(out.r[0, i, 0]), (bm, i, s)
