@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="a Dask scheduler address (tcp://host:port) to spread boxes over (extra: dask)")
     c.add_argument("--max-boxes", type=int, default=200_000, help="give up (undecided) after this many boxes")
+    c.add_argument("--bisect", choices=["widest", "gradient"], default="widest",
+                   help="halve a box along its widest side, or along the input that widens its bound most")
     c.add_argument("--arb-only", action="store_true",
                    help="evaluate every box in Arb balls (default: outward-rounded float64 first, Arb where it fails)")
     c.add_argument("--out", default=None, metavar="CERT.json", help="write the certificate")
@@ -184,7 +186,7 @@ def _certify(args) -> int:
     try:
         cert, res = certify_instance(
             inst, CertifyOptions(prec=args.prec, workers=args.workers, scheduler=args.scheduler,
-                                 max_boxes=args.max_boxes, fast=not args.arb_only), bar.volume)
+                                 max_boxes=args.max_boxes, fast=not args.arb_only, split=args.bisect), bar.volume)
     except ValueError as e:
         raise UsageError(str(e)) from None
     finally:

@@ -147,7 +147,8 @@ def run_model_certify(args) -> int:
     try:
         cert, res = certify(args.model, args.target, eps,
                             CertifyOptions(prec=prec, workers=args.workers, scheduler=args.scheduler,
-                                           max_boxes=args.max_boxes, fast=not args.arb_only),
+                                           max_boxes=args.max_boxes, fast=not args.arb_only,
+                                           split=args.bisect),
                             lambda done, total: bar(done, total, "boxes proved"))
     except (BoundError, ExprError, ModelFileError) as e:
         raise UsageError(str(e)) from None

@@ -232,10 +232,16 @@ def test_check_refuses_a_bound_below_the_truth_with_the_float_pass():
         check_certificate(cert)
 
 
-def test_certify_cli_arb_only_flag(tmp_path, capsys):
+def test_certify_cli_arb_only_and_bisect_flags(tmp_path, capsys):
     path = tmp_path / "arb.json"
     assert main(["certify", *SMALL_FLAGS, "--quiet", "--arb-only", "--out", str(path)]) == 0
     assert main(["check", str(path), "--quiet"]) == 0
+    assert main(["certify", *SMALL_FLAGS, "--quiet", "--bisect", "gradient", "--out", str(path)]) == 0
+    assert main(["check", str(path), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["certify", *SMALL_FLAGS, "--quiet", "--bisect", "diagonal"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--bisect" in err[0]
 
 
 OLD_CERTIFICATES = sorted((Path(__file__).parent.parent / "data" / "certificates").glob("v0.1-*.json"))
