@@ -1,10 +1,10 @@
-"""The [SL26] ablation (SPEC A.7): a net of the manifold against a grid of the ambient cube.
+"""The [SL26] ablation (docs/shi_liao.md, "Manifolds"): a net of the manifold against a grid of the ambient cube.
 
     python benchmarks/bench_ablation.py
 
 Table 1: for the same target (C_H, alpha) and eps, the token count P and the dense parameter count
 of the network when the centres cover the manifold (the certified net of
-symbounds/papers/manifolds.py) or the ambient cube [0,1]^D (the grid of SPEC A.3), with the
+symbounds/papers/manifolds.py) or the ambient cube [0,1]^D (the grid of docs/shi_liao.md, "Constants"), with the
 paper's orders.  Table 2: the least-squares slope of log P against log(1/eps) over
 eps = 2^-4 .. 2^-12, which must approach d/alpha for the net and D/alpha for the cube.
 """

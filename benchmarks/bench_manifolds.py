@@ -1,4 +1,4 @@
-"""Certify [SL26] on the four manifolds (SPEC A.7): `symbounds pou --manifold NAME [--ambient D]`.
+"""Certify [SL26] on the four manifolds (docs/shi_liao.md, "Manifolds"): `symbounds pou --manifold NAME [--ambient D]`.
 
     python benchmarks/bench_manifolds.py
 

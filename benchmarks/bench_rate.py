@@ -1,4 +1,4 @@
-"""The rate, measured (SPEC A.8): excess risk of the softmax-partition-of-unity estimator.
+"""The rate, measured (docs/shi_liao.md, "Generalisation rate"): excess risk of the softmax-partition-of-unity estimator.
 
     python benchmarks/bench_rate.py            # n = 10^2 .. 10^4.5, 10 repetitions
     python benchmarks/bench_rate.py --reps 20

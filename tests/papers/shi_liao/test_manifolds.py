@@ -1,4 +1,4 @@
-"""[SL26] on manifolds (SPEC A.7): exact embeddings, certified nets, L1-L8 on the manifold.
+"""[SL26] on manifolds (docs/shi_liao.md, "Manifolds"): exact embeddings, certified nets, L1-L8 on the manifold.
 
 Independent computations used here: the squared distance to the cube's centre (rotation
 invariant, so it checks the rational points without the package's residual), Q^T Q = I in SymPy,

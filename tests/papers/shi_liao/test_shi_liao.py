@@ -1,7 +1,7 @@
 """[SL26] claims at several instances, mp/ball agreement, float64 beside the balls, tampered models.
 
 Independent computations used here: constants re-derived with mpmath straight from the formulas
-of SPEC A.3 (not from the package's SymPy expressions), the parameter count from the layer
+of docs/shi_liao.md, "Constants" (not from the package's SymPy expressions), the parameter count from the layer
 shapes, and expected refutations from what each tampering breaks.
 """
 
@@ -64,7 +64,7 @@ def test_every_claim_proved(key):
 
 
 def test_constants_match_formulas_evaluated_independently():
-    """SPEC A.3 at the default instance, recomputed with mpmath from the formulas."""
+    """The constants (docs/shi_liao.md) at the default instance, recomputed with mpmath from the formulas."""
     mp = mpmath.MPContext()
     mp.prec = 200
     d, C_H, B, eps = 1, 2, 2, mp.mpf(1) / 10
