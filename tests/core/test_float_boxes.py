@@ -175,6 +175,16 @@ def _exp_exact(v: F):
         return arb(v).exp()
 
 
+def apply_op(bx, op, a, b, W, k):
+    """``(result, ok)`` of one operation of the float Taylor models (``ok``: the reciprocal's flags)."""
+    if op == "reciprocal":
+        return bx.reciprocal(a)
+    ops = {"add": lambda: bx.add(a, b), "sub": lambda: bx.add(a, b, -1.0), "mul": lambda: bx.mul(a, b),
+           "exp": lambda: bx.exp(a), "relu": lambda: bx.relu(a), "sum": lambda: bx.sum(a, 1),
+           "linear": lambda: bx.linear(W, a), "scale": lambda: bx.scale(k, a)}
+    return ops[op](), None
+
+
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "exp", "reciprocal", "relu", "sum", "linear", "scale"])
 def test_operations_enclose_their_exact_results(op, seed):
@@ -188,25 +198,7 @@ def test_operations_enclose_their_exact_results(op, seed):
         a.c = a.c + np.sign(a.c) * 8  # mostly away from 0; the rest must be flagged
     W = (np.array([[rng.uniform(-2, 2) for _ in range(2)] for _ in range(4)]), np.full((4, 2), 1e-3))
     k = (rng.uniform(-3, 3), 1e-2)
-    res, ok = None, None
-    if op == "add":
-        res = bx.add(a, b)
-    elif op == "sub":
-        res = bx.add(a, b, -1.0)
-    elif op == "mul":
-        res = bx.mul(a, b)
-    elif op == "exp":
-        res = bx.exp(a)
-    elif op == "reciprocal":
-        res, ok = bx.reciprocal(a)
-    elif op == "relu":
-        res = bx.relu(a)
-    elif op == "sum":
-        res = bx.sum(a, 1)
-    elif op == "linear":
-        res = bx.linear(W, a)
-    elif op == "scale":
-        res = bx.scale(k, a)
+    res, ok = apply_op(bx, op, a, b, W, k)
     checked = 0
     for bi in range(B):
         for delta in _points(rng, h[bi]):

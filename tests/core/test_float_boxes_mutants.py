@@ -11,7 +11,7 @@ from fractions import Fraction as F
 import flint
 import numpy as np
 import pytest
-from test_float_boxes import _exp_exact, _inside, _model, _points, _value
+from test_float_boxes import _exp_exact, _inside, _model, _points, _value, apply_op
 
 from symbounds.core import outward as fo
 from symbounds.core.float_boxes import FTM, _Boxes
@@ -181,23 +181,7 @@ def test_operations_without_remainders_cover_their_rounding_errors(op, seed):
         a.c = a.c * 3
     W = (np.array([[rng.uniform(-2, 2) for _ in range(2)] for _ in range(4)]), None)
     k = (rng.uniform(-3, 3), 0.0)
-    ok = None
-    if op in ("add", "sub"):
-        res = bx.add(a, b, 1.0 if op == "add" else -1.0)
-    elif op == "mul":
-        res = bx.mul(a, b)
-    elif op == "exp":
-        res = bx.exp(a)
-    elif op == "reciprocal":
-        res, ok = bx.reciprocal(a)
-    elif op == "relu":
-        res = bx.relu(a)
-    elif op == "sum":
-        res = bx.sum(a, 1)
-    elif op == "linear":
-        res = bx.linear(W, a)
-    else:
-        res = bx.scale(k, a)
+    res, ok = apply_op(bx, op, a, b, W, k)
     checked = 0
     for bi in range(B):
         for delta in _points(rng, h[bi]):
