@@ -175,6 +175,12 @@ def _exp_exact(v: F):
         return arb(v).exp()
 
 
+def exact_elementwise(op, va, vb, k):
+    """The exact result of an elementwise operation on exact values (``k``: the scale factor)."""
+    return {"add": lambda: va + vb, "sub": lambda: va - vb, "mul": lambda: va * vb, "relu": lambda: max(va, F(0)),
+            "reciprocal": lambda: 1 / va, "scale": lambda: k * va}[op]()
+
+
 def apply_op(bx, op, a, b, W, k):
     """``(result, ok)`` of one operation of the float Taylor models (``ok``: the reciprocal's flags)."""
     if op == "reciprocal":
@@ -207,21 +213,10 @@ def test_operations_enclose_their_exact_results(op, seed):
             for idx in np.ndindex(*res.c.shape[1:]):
                 if op in ("add", "sub", "mul", "exp", "reciprocal", "relu", "scale"):
                     va, vb = _value(a, bi, idx, delta, fa), _value(b, bi, idx, delta, fb)
-                    if op == "add":
-                        true = va + vb
-                    elif op == "sub":
-                        true = va - vb
-                    elif op == "mul":
-                        true = va * vb
-                    elif op == "relu":
-                        true = max(va, F(0))
-                    elif op == "scale":
-                        true = (exact(k[0]) + kf * exact(k[1])) * va
-                    elif op == "reciprocal":
-                        if not ok[(bi,) + idx]:
-                            continue
-                        assert va != 0
-                        true = 1 / va
+                    if op == "reciprocal" and not ok[(bi,) + idx]:
+                        continue
+                    if op != "exp":
+                        true = exact_elementwise(op, va, vb, exact(k[0]) + kf * exact(k[1]))
                     else:
                         e = _exp_exact(va)
                         centre = exact(res.c[(bi,) + idx])

@@ -11,7 +11,7 @@ from fractions import Fraction as F
 import flint
 import numpy as np
 import pytest
-from test_float_boxes import _exp_exact, _inside, _model, _points, _value, apply_op
+from test_float_boxes import _exp_exact, _inside, _model, _points, _value, apply_op, exact_elementwise
 
 from symbounds.core import outward as fo
 from symbounds.core.float_boxes import FTM, _Boxes
@@ -198,18 +198,8 @@ def test_operations_without_remainders_cover_their_rounding_errors(op, seed):
                 if op == "reciprocal" and not ok[(bi,) + idx]:
                     continue
                 vb = _value(b, bi, idx, delta, 0) if op in ("add", "sub", "mul") else None
-                if op == "add":
-                    true = va + vb
-                elif op == "sub":
-                    true = va - vb
-                elif op == "mul":
-                    true = va * vb
-                elif op == "reciprocal":
-                    true = 1 / va
-                elif op == "relu":
-                    true = max(va, F(0))
-                elif op == "scale":
-                    true = exact(k[0]) * va
+                if op in ("add", "sub", "mul", "reciprocal", "relu", "scale"):
+                    true = exact_elementwise(op, va, vb, exact(k[0]))
                 elif op == "sum":
                     true = sum(_value(a, bi, (idx[0], j), delta, 0) for j in range(shape[1]))
                 else:
