@@ -3,10 +3,10 @@
 The network is evaluated on each input box with first-order Taylor models, so the output model
 encloses ``T`` over the whole box: first in outward-rounded float64 over a batch of boxes at once
 (:mod:`symbounds.core.float_boxes`), and in Arb balls (:mod:`symbounds.core.taylor`) for a box the
-floats cannot enclose or that misses ``eps`` by little.  The target is enclosed over the box by
+floats cannot enclose once it can no longer be split.  The target is enclosed over the box by
 evaluating its SymPy expression on Arb balls.  A box is proved when the upper end of
-``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split along its widest side, down to
-``min_width``.  A box whose centre violates the bound (decided rigorously, in floats rounded
+``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split (along its widest side, or the
+side the gradient picks), down to ``min_width``.  A box whose centre violates the bound (decided rigorously, in floats rounded
 outward or in balls) refutes the claim with a counterexample.
 
 The certified network is a concrete rational one: a model file (``symbounds-transformer/1``)
@@ -157,9 +157,8 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
     ``centres``, a list, receives for each box whose bound is above its limit whether the model's
     own enclosure at the box's centre proves ``|T - g| >`` the limit (the error's enclosure as
     text), disproves it (False) or cannot tell (None); see :func:`centre_refutes` for a tighter
-    second look.  ``axes``, a
-    list, receives for each box the input whose linear term widens the enclosure most (None
-    where the floats did not enclose the box)."""
+    second look.  ``axes``, a list, receives for each box the input whose linear term widens
+    the enclosure most (None where the floats did not enclose the box)."""
     out: list = [None] * len(boxes)
     todo = range(len(boxes))
     if centres is not None:
@@ -252,9 +251,12 @@ def point_error(model, g, d: int, x, prec: int):
 _W: dict = {}
 
 
-def _worker_init(model_json, target_text, d, prec, eps=None, fast=True):
-    key = (digest(model_json), target_text, d, prec, eps, fast)
-    if _W.get("key") == key:  # a forked process inherits the parent's model and float setup
+def _worker_init(model_json, target_text, d, prec, eps=None, fast=True, key=None):
+    """Parse the model and target and build the float setup, unless this process has them for
+    ``key`` already (a forked process inherits the parent's; a Dask worker keeps them between
+    batches)."""
+    key = key or (digest(model_json), target_text, d, prec, eps, fast)
+    if _W.get("key") == key:
         return
     _W.clear()
     _W["model"] = model_from_json(model_json)
@@ -348,7 +350,7 @@ def _dask_batch(setup, boxes):
 class _DaskMap:
     """``imap``-like evaluation of boxes on a Dask cluster, in batches."""
 
-    def __init__(self, address, model_json, target_text, d, prec, eps, fast):
+    def __init__(self, address, model_json, target_text, d, prec, eps, fast, key):
         try:
             from distributed import Client
         except ImportError:
@@ -357,7 +359,7 @@ class _DaskMap:
             self.client = Client(address, timeout="10s")
         except OSError as e:
             raise ValueError(f"cannot reach the Dask scheduler at {address}: {str(e).splitlines()[0]}") from None
-        self.setup = (model_json, target_text, d, prec, eps, fast)
+        self.setup = (model_json, target_text, d, prec, eps, fast, key)
         self.setup_future = self.client.scatter(self.setup, broadcast=True)
         self.workers = max(1, len(self.client.ncores()))
 
@@ -393,7 +395,8 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     t0 = time.perf_counter()
     per_axis = opts.initial or {1: 64, 2: 16}.get(d, 4)
     queue = _initial_boxes(d, per_axis)
-    setup = (model_json, target_text, d, opts.prec, eps, opts.fast)
+    setup = (model_json, target_text, d, opts.prec, eps, opts.fast,
+             (digest(model_json), target_text, d, opts.prec, eps, opts.fast))
     proved: list = []
     proved_volume = Fraction(0)
     undecided: list = []
