@@ -327,27 +327,28 @@ def test_softmax_of_interval_scores_flags_a_row_whose_sum_underflows():
 
 def _inexact(model, k=F(7, 5), tau=None):
     """``model`` with every weight times ``k`` (structure kept: zeros, ReLU pairs, constant rows
-    and heads), so the weights and the embedding are rationals with no exact double."""
+    and heads), so the weights and the embedding are rationals with no exact double (of the
+    type of ``k * Fraction``: a SymPy ``k`` gives SymPy weights)."""
     import dataclasses
 
     from symbounds.core.transformer import Attention, Embedding, FeedForward, Head
 
     def m(M):
-        return tuple(tuple(F(v) * k for v in row) for row in M)
+        return tuple(tuple(k * F(v) for v in row) for row in M)
 
     layers = []
     for layer in model.layers:
         if isinstance(layer, Attention):
             heads = tuple(Head(m(h.W_Q), m(h.W_K), m(h.W_V), m(h.W_O)) for h in layer.heads)
-            layers.append(Attention(heads, "softmax", skip=F(layer.skip) * k, tau=tau))
+            layers.append(Attention(heads, "softmax", skip=k * F(layer.skip), tau=tau))
         else:
             layers.append(
                 FeedForward(
                     m(layer.W1),
-                    tuple(F(v) * k for v in layer.b1),
+                    tuple(k * F(v) for v in layer.b1),
                     m(layer.W2),
-                    tuple(F(v) * k for v in layer.b2),
-                    skip=F(layer.skip) * k,
+                    tuple(k * F(v) for v in layer.b2),
+                    skip=k * F(layer.skip),
                 )
             )
     emb = model.embedding
@@ -648,6 +649,7 @@ def test_ball_of_encloses_every_kind_of_weight():
         m, r = _ball_of(x, ball)
         for q in ends:
             assert abs(q - exact(m)) <= exact(r), (x, q)
+        assert exact(r) <= (ends[1] - ends[0]) / 2 + F(1, 2**20), x  # not looser than the ball
     with flint.ctx.workprec(128):
         third = flint.arb(1) / 3
     m, r = _ball_of(third, ball)
@@ -794,7 +796,7 @@ def test_enclose_marks_flagged_or_infinite_boxes_not_ok():
     ev._batch = fake_batch
     lo, hi, ok, ca, cb, axis = ev.enclose([(F(0),)] * 3, [(F(1),)] * 3)
     assert lo.tolist() == [0.0, -np.inf, 0.5] and hi.tolist() == [1.0, 1.0, 0.75]
-    assert ok.tolist() == [False, False, True]
+    assert ok.dtype == bool and ok.tolist() == [False, False, True]
     assert ca.tolist() == [-np.inf, -np.inf, 0.75] and cb.tolist() == [np.inf, np.inf, 0.625]
     assert axis.tolist() == [-1, -1, 0]
 
@@ -810,3 +812,64 @@ def test_no_float_path_without_a_readout_or_for_tokens_with_an_embedding():
     assert evaluator(model) is not None
     assert evaluator(dataclasses.replace(model, readout=None)) is None
     assert evaluator(dataclasses.replace(model, input="tokens")) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rational_weights_are_converted_exactly_whatever_the_precision(seed):
+    """Rational weights (Fractions, or SymPy rationals) go to doubles directly, not through the
+    ``prec``-bit balls of the numeric model: at 10 bits the range over a point is still only
+    rounding wide (``<= 2^-30`` relative), where a 10-bit ball would make it ``~2^-10`` wide."""
+    import sympy
+    from test_soundness import random_network
+
+    from symbounds.core.float_boxes import evaluator
+
+    rng = random.Random(200 + seed)
+    d = rng.choice([1, 2])
+    k = F(7, 5) if seed % 2 else sympy.Rational(7, 5)
+    tau = F(5, 3) if seed % 2 else sympy.Rational(-3, 7)
+    model = _inexact(random_network(rng, d), k=k, tau=tau)
+    ev = evaluator(model, 10)
+    ev.setup()
+    pts = [tuple(F(rng.randint(-8, 8), 8) for _ in range(d)) for _ in range(3)]
+    lo, hi, ok = ev.ranges(pts, pts)
+    assert ok.all()
+    for a, z in zip(lo, hi):
+        assert exact(z) - exact(a) <= F(1, 2**30) * max(1, abs(exact(z))), (seed, a, z)
+
+
+def test_a_model_without_layers_reads_its_embedding():
+    """``T(x) = x`` (the embedding read out, no layer) over ``[1/3, 1/2]``: the range contains
+    both ends and is no wider than a few ulps beyond them."""
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Embedding, Readout, Transformer
+
+    model = Transformer(layers=(), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+    ev = evaluator(model)
+    ev.setup()
+    lo, hi, ok = ev.ranges([(F(1, 3),)], [(F(1, 2),)])
+    assert ok.all() and exact(lo[0]) <= F(1, 3) and exact(hi[0]) >= F(1, 2)
+    assert F(1, 3) - exact(lo[0]) < F(1, 2**48) and exact(hi[0]) - F(1, 2) < F(1, 2**48)
+
+
+@pytest.mark.parametrize("kind", ["Fraction", "SymPy"])
+def test_rational_feed_forward_weights_are_converted_exactly_whatever_the_precision(kind):
+    """``T(x) = 2/7 relu(x/3 + 1/5) + 1/9 + 3/11 x`` (every unit active) at 10 bits: the range at
+    a point is rounding wide, ``<= 2^-30``, where 10-bit balls of ``W1``, ``b1``, ``W2``, ``b2`` or
+    the skip would make it ``~2^-10`` wide; and it contains the exact value."""
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    def q(a, b):
+        return F(a, b) if kind == "Fraction" else sympy.Rational(a, b)
+
+    ffn = FeedForward(((q(1, 3),),), (q(1, 5),), ((q(2, 7),),), (q(1, 9),), skip=q(3, 11))
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+    boxes = [Box((x,), (x,)) for x in (F(0), F(1, 4), F(-1, 2))]
+    _check_ranges(model, boxes, least_ok=3, prec=10)
+    lo, hi, _ = evaluator(model, 10).ranges([b.lo for b in boxes], [b.hi for b in boxes])
+    for a, z in zip(lo, hi):
+        assert exact(z) - exact(a) <= F(1, 2**30)
