@@ -873,3 +873,20 @@ def test_rational_feed_forward_weights_are_converted_exactly_whatever_the_precis
     lo, hi, _ = evaluator(model, 10).ranges([b.lo for b in boxes], [b.hi for b in boxes])
     for a, z in zip(lo, hi):
         assert exact(z) - exact(a) <= F(1, 2**30)
+
+
+def test_prefix_followed_by_a_head_with_three_value_rows():
+    """The two-attention prefix, then a head whose scores depend on ``x`` and whose values have
+    three rows (``W_O`` is 2 x 3): the rows read are those of ``W_Q``, ``W_K`` and ``W_V`` (the
+    state's rows), and the ranges contain the 300-bit values."""
+    import dataclasses
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Attention, Head
+
+    base = _two_attention_prefix(F(1, 2))
+    head = Head(W_Q=((1, 0),), W_K=((1, 0),), W_V=((1, 0), (0, 1), (1, F(1, 3))), W_O=((1, 0, 0), (0, 1, 1)))
+    model = dataclasses.replace(base, layers=base.layers[:2] + (Attention((head,), "softmax", skip=1),))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
