@@ -327,27 +327,28 @@ def test_softmax_of_interval_scores_flags_a_row_whose_sum_underflows():
 
 def _inexact(model, k=F(7, 5), tau=None):
     """``model`` with every weight times ``k`` (structure kept: zeros, ReLU pairs, constant rows
-    and heads), so the weights and the embedding are rationals with no exact double."""
+    and heads), so the weights and the embedding are rationals with no exact double (of the
+    type of ``k * Fraction``: a SymPy ``k`` gives SymPy weights)."""
     import dataclasses
 
     from symbounds.core.transformer import Attention, Embedding, FeedForward, Head
 
     def m(M):
-        return tuple(tuple(F(v) * k for v in row) for row in M)
+        return tuple(tuple(k * F(v) for v in row) for row in M)
 
     layers = []
     for layer in model.layers:
         if isinstance(layer, Attention):
             heads = tuple(Head(m(h.W_Q), m(h.W_K), m(h.W_V), m(h.W_O)) for h in layer.heads)
-            layers.append(Attention(heads, "softmax", skip=F(layer.skip) * k, tau=tau))
+            layers.append(Attention(heads, "softmax", skip=k * F(layer.skip), tau=tau))
         else:
             layers.append(
                 FeedForward(
                     m(layer.W1),
-                    tuple(F(v) * k for v in layer.b1),
+                    tuple(k * F(v) for v in layer.b1),
                     m(layer.W2),
-                    tuple(F(v) * k for v in layer.b2),
-                    skip=F(layer.skip) * k,
+                    tuple(k * F(v) for v in layer.b2),
+                    skip=k * F(layer.skip),
                 )
             )
     emb = model.embedding
@@ -612,3 +613,280 @@ def test_bias_radius_is_added_even_with_a_zero_midpoint():
             for s in (-1, 1):
                 true = exact(a.c[0, i, 0]) + exact(bm[i]) + s * exact(1e-3)
                 assert abs(true - exact(out.c[0, i, 0])) <= exact(out.r[0, i, 0]), (bm, i, s)
+
+
+# ------------------------------------------------------------------------------------------
+# the evaluator: weight conversion, the prefix's attention, the rows read, the ok flags
+
+
+def test_ball_of_encloses_every_kind_of_weight():
+    """``_ball_of(v) = (m, r)`` with ``|v - m| <= r`` for ints, Fractions, SymPy and FLINT
+    rationals and Arb balls (every point of the ball), radius 0 exactly on doubles, and an
+    infinite radius for a non-finite ball."""
+    import sympy
+
+    from symbounds.core.contexts import BallContext
+    from symbounds.core.float_boxes import _ball_of
+
+    ball = BallContext(128)
+    for v, q in [
+        (3, F(3)),
+        (F(1, 3), F(1, 3)),
+        (sympy.Rational(1, 3), F(1, 3)),
+        (flint.fmpq(1, 3), F(1, 3)),
+        (sympy.Rational(-7, 5), F(-7, 5)),
+        (flint.fmpq(-7, 5), F(-7, 5)),
+    ]:
+        m, r = _ball_of(v, ball)
+        assert abs(q - exact(m)) <= exact(r) and exact(r) < F(1, 2**50), v
+    for v, q in [(F(3, 4), F(3, 4)), (sympy.Rational(-5, 8), F(-5, 8)), (flint.fmpq(5, 8), F(5, 8)), (7, F(7))]:
+        assert _ball_of(v, ball) == (float(q), 0.0), v
+    # Arb balls: both ends of [1/2, 3/2] and of [-3/2 - 2^-40, -1/2 + 2^-40] inside, and 1/3
+    for x, ends in [
+        (flint.arb(1, 0.5), (F(1, 2), F(3, 2))),
+        (flint.arb(-1, 0.5 + 2.0**-40), (F(-3, 2) - F(1, 2**40), F(-1, 2) + F(1, 2**40))),
+    ]:
+        m, r = _ball_of(x, ball)
+        for q in ends:
+            assert abs(q - exact(m)) <= exact(r), (x, q)
+        assert exact(r) <= (ends[1] - ends[0]) / 2 + F(1, 2**20), x  # not looser than the ball
+    with flint.ctx.workprec(128):
+        third = flint.arb(1) / 3
+    m, r = _ball_of(third, ball)
+    assert abs(F(1, 3) - exact(m)) <= exact(r) and exact(r) < F(1, 2**50)
+    assert _ball_of(flint.arb("nan"), ball)[1] == np.inf
+
+
+def _check_ranges(model, boxes, least_ok=1, prec=128):
+    """Float ranges of ``model`` over ``boxes`` (named constants as ``prec``-bit balls) against
+    the exact (or 300-bit) value at the ends and the centre of each box; returns the ``ok``
+    flags."""
+    from test_soundness import true_value
+
+    from symbounds.core.float_boxes import evaluator
+
+    ev = evaluator(model, prec)
+    ev.setup()
+    lo, hi, ok = ev.ranges([b.lo for b in boxes], [b.hi for b in boxes])
+    for box, a, z, good in zip(boxes, lo, hi, ok):
+        if good:
+            for x in [box.lo, box.hi, tuple((u + v) / 2 for u, v in zip(box.lo, box.hi))]:
+                vlo, vhi = true_value(model, x)
+                assert vlo <= exact(z) and exact(a) <= vhi, (box, x, (a, z), (vlo, vhi))
+    assert ok.sum() >= least_ok
+    return ok
+
+
+@pytest.mark.parametrize("prec", [128, 12])
+@pytest.mark.parametrize("seed", range(6))
+def test_networks_with_irrational_weights_and_factors(seed, prec):
+    """Every weight times ``sqrt 2`` and an attention factor ``sqrt 3`` (or the SymPy rational
+    ``5/3``): the weights, skips, biases and factors come from the numeric model (Arb balls),
+    each from its own slot; the ranges contain the 300-bit values.  At 12 bits the balls' radii
+    are far above float64 rounding, so a radius left out shows."""
+    import sympy
+    from test_soundness import random_boxes, random_network
+
+    rng = random.Random(100 + seed)
+    d = rng.choice([1, 2])
+    tau = sympy.sqrt(3) if seed % 2 == 0 else sympy.Rational(5, 3)
+    model = _inexact(random_network(rng, d), k=sympy.sqrt(2), tau=tau)
+    _check_ranges(model, random_boxes(rng, d, 4), prec=prec)
+
+
+def _ffn_bias_model(b):
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    ffn = FeedForward(((1,),), (b,), ((1,),), (b,), skip=0)
+    return Transformer(layers=(ffn,), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+
+
+def test_bias_radii_reach_the_output():
+    """``T(x) = relu(x + b) + b`` with ``b = sqrt 2 / 3`` held as a 10-bit ball (radius about
+    ``2^-10``, far above any rounding error) at the points ``x = 0`` and ``x = 1/4``: without
+    the bias's radius the range misses the value."""
+    import sympy
+
+    from symbounds.core.boxes import Box
+
+    for b in (sympy.sqrt(2) / 3, -sympy.sqrt(3) / 7):
+        model = _ffn_bias_model(b)
+        ok = _check_ranges(model, [Box((F(0),), (F(0),)), Box((F(1, 4),), (F(1, 4),))], least_ok=2, prec=10)
+        assert ok.all()
+
+
+@pytest.mark.parametrize("prec", [128, 10])
+@pytest.mark.parametrize("tau", ["sqrt(3)", "5/3", "-3/7", "-sqrt(2)/5"])
+def test_attention_factor_on_a_query_that_depends_on_x(tau, prec):
+    """``T(x) = (x e^(x/tau) + e^(1/tau)) / (e^(x/tau) + e^(1/tau))`` (one head, scores ``(x, 1)``
+    divided by ``tau``, values ``(x, 1)``) at points, where the range is a few ulps wide (or the
+    radius of a 10-bit ball) and any other factor shows."""
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Attention, Embedding, Head, Readout, Transformer
+
+    head = Head(W_Q=((0, 1),), W_K=((1, 0),), W_V=((1, 0),), W_O=((1,), (0,)))
+    att = Attention((head,), "softmax", skip=0, tau=sympy.sympify(tau))
+    emb = Embedding(base=((0, 1), (1, 0)), E=((1,), (0,)), column=0)
+    model = Transformer(layers=(att,), embedding=emb, readout=Readout(0, 0))
+    boxes = [Box((x,), (x,)) for x in (F(0), F(1, 4), F(-3, 5))]
+    assert _check_ranges(model, boxes, least_ok=3, prec=prec).all()
+
+
+def _two_attention_prefix(tau):
+    """Rows ``(x-row, constant row)``, 3 tokens, ``x`` in token 0 of row 0.  Two attention
+    layers whose scores read only the constant row ``(1, 2, 3)`` (input independent, so both
+    are in the affine prefix); the first layer's values are nonzero in token 0 only, the second
+    layer's in every token.  Then a ReLU layer reading row 0 through weights 1 only (exact) and
+    row 1 through 1/3 (inexact), no skip."""
+    from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+
+    head = Head(W_Q=((0, 1),), W_K=((0, 1),), W_V=((1, 0),), W_O=((1,), (0,)))
+    att = Attention((head,), "softmax", skip=1, tau=tau)
+    ffn = FeedForward(((1, 0), (1, F(1, 3))), (F(-1, 2), 0), ((1, 1), (0, 0)), (0, 0), skip=0)
+    emb = Embedding(base=((0, 0, 0), (1, 2, 3)), E=((1,), (0,)), column=0)
+    return Transformer(layers=(att, att, ffn), embedding=emb, readout=Readout(0, 1))
+
+
+@pytest.mark.parametrize("tau", [None, F(1, 2), F(-3, 7)])
+def test_affine_prefix_of_two_attention_layers(tau):
+    """The prefix's second attention layer reads values in every token (the first layer's
+    value columns do not apply to it), with its factor ``tau``; the next layer reads row 0
+    through exact weights 1 and row 1 through an inexact one: both rows are read."""
+    from symbounds.core.boxes import Box
+    from symbounds.core.float_boxes import evaluator
+
+    model = _two_attention_prefix(tau)
+    assert model.affine_prefix() == 2
+    ev = evaluator(model)
+    assert set(ev._rows_read()) == {0, 1}
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 16),)) for a in range(-8, 8, 3)] + [Box((F(3, 4),), (F(3, 4),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+def test_a_flagged_box_stays_flagged_through_later_heads():
+    """``bx.bad`` accumulates: a box already flagged (by an earlier layer) is still flagged
+    after an attention layer whose softmax is enclosed on every box, and the others are not."""
+    from symbounds.core.float_boxes import _centres, evaluator
+
+    model = _two_attention_prefix(F(1, 2))
+    ev = evaluator(model)
+    x0, h = _centres([(F(0),), (F(1, 4),)], [(F(1, 8),), (F(1, 2),)])
+    bx = _Boxes(h)
+    bx.bad = np.array([True, False])
+    Z = ev._embed(bx, x0)
+    ev._attention(bx, ev.layers[0], Z, None, False)
+    assert bx.bad.tolist() == [True, False]
+
+
+def test_enclose_marks_flagged_or_infinite_boxes_not_ok():
+    """``enclose`` on a pass reporting box 0 flagged (finite ends), box 1 with an infinite end
+    and box 2 fine: only box 2 is ok, and the others get the centre enclosure ``(-inf, inf)``
+    and no split axis."""
+    from symbounds.core.float_boxes import evaluator
+
+    ev = evaluator(_ffn_bias_model(F(1, 3)))
+
+    def fake_batch(x0, h):
+        assert len(x0) == 3
+        lo, hi = np.array([0.0, -np.inf, 0.5]), np.array([1.0, 1.0, 0.75])
+        return lo, hi, np.array([True, False, False]), lo + 0.25, hi - 0.125, np.array([0, 0, 0])
+
+    ev._batch = fake_batch
+    lo, hi, ok, ca, cb, axis = ev.enclose([(F(0),)] * 3, [(F(1),)] * 3)
+    assert lo.tolist() == [0.0, -np.inf, 0.5] and hi.tolist() == [1.0, 1.0, 0.75]
+    assert ok.dtype == bool and ok.tolist() == [False, False, True]
+    assert ca.tolist() == [-np.inf, -np.inf, 0.75] and cb.tolist() == [np.inf, np.inf, 0.625]
+    assert axis.tolist() == [-1, -1, 0]
+
+
+def test_no_float_path_without_a_readout_or_for_tokens_with_an_embedding():
+    """The float path needs vector input and a readout: a model without a readout, or a token
+    model (even with an embedding and a readout), gets None."""
+    import dataclasses
+
+    from symbounds.core.float_boxes import evaluator
+
+    model = _ffn_bias_model(F(1, 3))
+    assert evaluator(model) is not None
+    assert evaluator(dataclasses.replace(model, readout=None)) is None
+    assert evaluator(dataclasses.replace(model, input="tokens")) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rational_weights_are_converted_exactly_whatever_the_precision(seed):
+    """Rational weights (Fractions, or SymPy rationals) go to doubles directly, not through the
+    ``prec``-bit balls of the numeric model: at 10 bits the range over a point is still only
+    rounding wide (``<= 2^-30`` relative), where a 10-bit ball would make it ``~2^-10`` wide."""
+    import sympy
+    from test_soundness import random_network
+
+    from symbounds.core.float_boxes import evaluator
+
+    rng = random.Random(200 + seed)
+    d = rng.choice([1, 2])
+    k = F(7, 5) if seed % 2 else sympy.Rational(7, 5)
+    tau = F(5, 3) if seed % 2 else sympy.Rational(-3, 7)
+    model = _inexact(random_network(rng, d), k=k, tau=tau)
+    ev = evaluator(model, 10)
+    ev.setup()
+    pts = [tuple(F(rng.randint(-8, 8), 8) for _ in range(d)) for _ in range(3)]
+    lo, hi, ok = ev.ranges(pts, pts)
+    assert ok.all()
+    for a, z in zip(lo, hi):
+        assert exact(z) - exact(a) <= F(1, 2**30) * max(1, abs(exact(z))), (seed, a, z)
+
+
+def test_a_model_without_layers_reads_its_embedding():
+    """``T(x) = x`` (the embedding read out, no layer) over ``[1/3, 1/2]``: the range contains
+    both ends and is no wider than a few ulps beyond them."""
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Embedding, Readout, Transformer
+
+    model = Transformer(layers=(), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+    ev = evaluator(model)
+    ev.setup()
+    lo, hi, ok = ev.ranges([(F(1, 3),)], [(F(1, 2),)])
+    assert ok.all() and exact(lo[0]) <= F(1, 3) and exact(hi[0]) >= F(1, 2)
+    assert F(1, 3) - exact(lo[0]) < F(1, 2**48) and exact(hi[0]) - F(1, 2) < F(1, 2**48)
+
+
+@pytest.mark.parametrize("kind", ["Fraction", "SymPy"])
+def test_rational_feed_forward_weights_are_converted_exactly_whatever_the_precision(kind):
+    """``T(x) = 2/7 relu(x/3 + 1/5) + 1/9 + 3/11 x`` (every unit active) at 10 bits: the range at
+    a point is rounding wide, ``<= 2^-30``, where 10-bit balls of ``W1``, ``b1``, ``W2``, ``b2`` or
+    the skip would make it ``~2^-10`` wide; and it contains the exact value."""
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    def q(a, b):
+        return F(a, b) if kind == "Fraction" else sympy.Rational(a, b)
+
+    ffn = FeedForward(((q(1, 3),),), (q(1, 5),), ((q(2, 7),),), (q(1, 9),), skip=q(3, 11))
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+    boxes = [Box((x,), (x,)) for x in (F(0), F(1, 4), F(-1, 2))]
+    _check_ranges(model, boxes, least_ok=3, prec=10)
+    lo, hi, _ = evaluator(model, 10).ranges([b.lo for b in boxes], [b.hi for b in boxes])
+    for a, z in zip(lo, hi):
+        assert exact(z) - exact(a) <= F(1, 2**30)
+
+
+def test_prefix_followed_by_a_head_with_three_value_rows():
+    """The two-attention prefix, then a head whose scores depend on ``x`` and whose values have
+    three rows (``W_O`` is 2 x 3): the rows read are those of ``W_Q``, ``W_K`` and ``W_V`` (the
+    state's rows), and the ranges contain the 300-bit values."""
+    import dataclasses
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Attention, Head
+
+    base = _two_attention_prefix(F(1, 2))
+    head = Head(W_Q=((1, 0),), W_K=((1, 0),), W_V=((1, 0), (0, 1), (1, F(1, 3))), W_O=((1, 0, 0), (0, 1, 1)))
+    model = dataclasses.replace(base, layers=base.layers[:2] + (Attention((head,), "softmax", skip=1),))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
