@@ -35,7 +35,7 @@ import sympy
 
 from . import outward as fo
 from .contexts import BallContext
-from .exact import arb_to_fraction
+from .exact import arb_to_fraction, as_fraction
 from .transformer import Attention, Transformer, _linear_pairs, _needed_rows, _value_columns
 
 __all__ = ["FTM", "FloatBoxEvaluator", "evaluator"]
@@ -245,21 +245,29 @@ def _grad_axis(x):
 # weights
 
 
+def _is_rational(v) -> bool:
+    """An exact rational weight (int, Fraction, fmpq, fmpz or SymPy Rational; not a bool)."""
+    if isinstance(v, bool):
+        return False
+    return isinstance(v, (int, Fraction, flint.fmpq, flint.fmpz)) or (isinstance(v, sympy.Basic) and v.is_Rational)
+
+
+def _ball_from_ends(lo: Fraction, hi: Fraction) -> tuple[float, float]:
+    """``(m, r)``: the double nearest the midpoint of ``[lo, hi]`` and a radius (rounded up, the
+    midpoint's rounding included) with ``[lo, hi]`` inside ``m +- r``."""
+    m, e = fo.from_fraction((lo + hi) / 2)
+    return m, float(fo.up(fo.up(float(fo.up(float((hi - lo) / 2)))) + e))
+
+
 def _ball_of(v, ball: BallContext):
     """``(m, r)``: a double and a radius enclosing the exact weight ``v``."""
-    if isinstance(v, (int, Fraction)) and not isinstance(v, bool):
-        return fo.from_fraction(Fraction(v))
-    if isinstance(v, sympy.Basic) and v.is_Rational:
-        return fo.from_fraction(Fraction(int(v.p), int(v.q)))
-    if isinstance(v, flint.fmpq):
-        return fo.from_fraction(Fraction(int(v.p), int(v.q)))
+    if _is_rational(v):
+        return fo.from_fraction(as_fraction(v))
     with ball.scope():
         x = v if isinstance(v, flint.arb) else ball.convert(v)
         if not x.is_finite():
             return 0.0, np.inf
-        lo, hi = arb_to_fraction(x.lower()), arb_to_fraction(x.upper())
-    m, e = fo.from_fraction((lo + hi) / 2)
-    return m, float(fo.up(fo.up(float(fo.up(float((hi - lo) / 2)))) + e))
+        return _ball_from_ends(arb_to_fraction(x.lower()), arb_to_fraction(x.upper()))
 
 
 def _matrix(M, conv):
@@ -654,10 +662,7 @@ def _centres(lo, hi):
     h = np.empty((B, d))
     for b in range(B):
         for i in range(d):
-            a, z = Fraction(lo[b][i]), Fraction(hi[b][i])
-            m, e = fo.from_fraction((a + z) / 2)
-            x0[b, i] = m
-            h[b, i] = float(fo.up(fo.up(float(fo.up(float((z - a) / 2)))) + e))
+            x0[b, i], h[b, i] = _ball_from_ends(Fraction(lo[b][i]), Fraction(hi[b][i]))
     return x0, h
 
 
@@ -675,17 +680,15 @@ def _pick(exact, numeric):
 def _all_rational(M) -> bool:
     if isinstance(M, (tuple, list)):
         return all(_all_rational(v) for v in M)
-    return isinstance(M, (int, Fraction)) or (isinstance(M, sympy.Basic) and M.is_Rational)
+    return _is_rational(M)
 
 
 def _scalar(v, conv, invert=False, ball=None):
     """A scalar weight (or its reciprocal) as a float ball."""
     if not invert:
         return conv(v)
-    if isinstance(v, sympy.Basic) and v.is_Rational:
-        v = Fraction(int(v.p), int(v.q))
-    if isinstance(v, (int, Fraction)):
-        return conv(1 / Fraction(v))
+    if _is_rational(v):
+        return conv(1 / as_fraction(v))
     with ball.scope():
         return conv(1 / v)
 
