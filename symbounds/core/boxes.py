@@ -122,16 +122,8 @@ def box_bound(model, g, d: int, box: Box, prec: int) -> Fraction | None:
         T = forward(ctx, model, ctx.inputs())
     except Undecided:
         return None
-    ball = ctx.ball
-    xs = variables(d)
-    with ball.scope():
-        # the union of the balls of the two (exact) ends contains the whole side [lo, hi]
-        env = {x: ball.convert(lo).union(ball.convert(hi)) for x, lo, hi in zip(xs, box.lo, box.hi)}
-        gv = ball.from_sympy(g, env=env)
-        err = abs(T.range() - gv)
-        if not err.is_finite():
-            return None
-        return arb_to_fraction(err.upper())
+    with ctx.ball.scope():
+        return _error_bound(ctx.ball, g, variables(d), box, T.range())
 
 
 #: Float bounds are recorded rounded up to this many significant bits: re-running the float pass
@@ -197,12 +189,22 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
 def _float_box_bound(ball, g, xs, box: Box, lo: float, hi: float):
     """The exact upper end of ``|[lo, hi] - g(box)|`` (``g`` enclosed over the box in balls)."""
     with ball.scope():
-        env = {x: ball.convert(a).union(ball.convert(b)) for x, a, b in zip(xs, box.lo, box.hi)}
-        gv = ball.from_sympy(g, env=env)
-        err = abs(ball.interval(Fraction(lo), Fraction(hi)) - gv)
-        if not err.is_finite():
-            return None
-        return arb_to_fraction(err.upper())
+        return _error_bound(ball, g, xs, box, ball.interval(Fraction(lo), Fraction(hi)))
+
+
+def _error_bound(ball, g, xs, box: Box, T):
+    """The exact upper end of ``|T - g(box)|`` for a ball ``T`` enclosing the network over the box
+    (None if not finite); call inside ``ball.scope()``.  The union of the balls of a side's two
+    exact ends contains the whole side, so ``g`` is enclosed over the box."""
+    env = {x: ball.convert(a).union(ball.convert(b)) for x, a, b in zip(xs, box.lo, box.hi)}
+    err = abs(T - ball.from_sympy(g, env=env))
+    return arb_to_fraction(err.upper()) if err.is_finite() else None
+
+
+def _violation(err, eps):
+    """For a ball ``err`` of ``|T - g|``: its text when ``> eps`` is proved (a counterexample),
+    False when ``<= eps`` is, None when undecided."""
+    return err.str(20, radius=True) if err > eps else (False if err <= eps else None)
 
 
 def _round_up(q: Fraction) -> Fraction:
@@ -220,9 +222,7 @@ def _centre_verdict(ball, g, xs, c, lo: float, hi: float, eps):
     counterexample), False when disproved, None when undecided."""
     with ball.scope():
         gv = ball.from_sympy(g, env={x: ball.convert(v) for x, v in zip(xs, c)})
-        err = abs(ball.interval(Fraction(lo), Fraction(hi)) - gv)
-        e = ball.convert(eps)
-        return err.str(20, radius=True) if err > e else (False if err <= e else None)
+        return _violation(abs(ball.interval(Fraction(lo), Fraction(hi)) - gv), ball.convert(eps))
 
 
 def centre_refutes(model, g, d: int, boxes: list, prec: int, fast, eps) -> list:
@@ -330,8 +330,7 @@ def _worker_eval(boxes):
     if fast is None:  # balls at every centre, as the boxes were
         ceps = BallContext(W["prec"]).convert(eps)
         for i in missed:
-            err = point_error(W["model"], W["g"], W["d"], boxes[i].centre, W["prec"])
-            first[i] = err.str(20, radius=True) if err > ceps else (False if err <= ceps else None)
+            first[i] = _violation(point_error(W["model"], W["g"], W["d"], boxes[i].centre, W["prec"]), ceps)
     else:
         # the centre: first the box's own model at delta = 0, then (if that cannot tell) a float point pass
         again = [i for i in missed if first[i] is None]
@@ -441,8 +440,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
                         proved_volume += box.volume()
                     else:
                         if centre is None and last:  # nothing decided the centre: balls
-                            err = point_error(model, g, d, box.centre, opts.prec)
-                            centre = err.str(20, radius=True) if err > ceps else None
+                            centre = _violation(point_error(model, g, d, box.centre, opts.prec), ceps) or None
                         if centre:
                             counter = {"x": [str(v) for v in box.centre], "error": centre}
                             break
