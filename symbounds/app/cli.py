@@ -17,7 +17,7 @@ from ..core.boxes import CertifyOptions
 from ..core.certificate import MIN_CERT_PREC, CertificateError, NotACertificate, load_certificate, write_certificate
 from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_up
-from ..core.expr import ExprError
+from ..core.expr import ExprError, input_names
 from ..core.files import atomic_write
 from ..core.modelfile import export_model
 from ..core.version import __version__
@@ -96,7 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     add_digits_argument(r)
-    c = sub.add_parser("certify", help="prove sup |T - g| <= eps over the whole cube, box by box")
+    c = sub.add_parser(
+        "certify", help="prove sup |T - g| <= eps over the whole cube, box by box",
+        description="Prove sup over [0,1]^d of |T(x) - g(x)| <= eps for every x, not at sample points: the cube is "
+                    "cut into boxes, the network enclosed on each box with first-order Taylor models, a box "
+                    "whose bound exceeds eps bisected.  The construction of [SL26] at an instance (the flags of "
+                    "pou), or a model file (--model, with --target and --eps, or a VNN-LIB property --spec).  "
+                    "Exit 0 proved, 1 refuted (a counterexample), 2 bad input, 3 undecided.",
+        epilog="examples:\n"
+               "  symbounds certify --out cert.json                  # the default instance, ~300 boxes\n"
+               "  symbounds certify --eps 1/25 --workers 2\n"
+               "  symbounds certify --model net.json --target 'sin(2*x1)' --eps 1/2 --out cert.json\n"
+               "  symbounds certify --model net.json --spec prop.vnnlib")
     add_instance_args(c)
     c.add_argument("--prec", type=int, default=128, help="precision of the box evaluations in bits (default 128)")
     c.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
@@ -111,7 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     add_model_certify_arguments(c)
-    k = sub.add_parser("check", help="re-verify a certificate written by symbounds certify")
+    k = sub.add_parser(
+        "check", help="re-verify a certificate written by symbounds certify",
+        description="Re-verify a certificate from scratch: rebuild the network from the instance (or read the "
+                    "embedded model) and compare its SHA-256, check exactly that the boxes cover the cube, "
+                    "re-evaluate every box and re-run the grid checks.  Exit 0 valid, 1 rejected (one line "
+                    "naming the first problem), 2 not a certificate.",
+        epilog="example:\n  symbounds certify --out cert.json && symbounds check cert.json")
     k.add_argument("certificate", metavar="CERT.json")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -135,7 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_model_commands(sub)
     add_prove_arguments(sub.add_parser(
-        "prove", help="any construction of the catalogue by name: symbounds prove --list; symbounds prove KEY N=V ..."))
+        "prove", help="any construction of the catalogue by name: symbounds prove --list; symbounds prove KEY N=V ...",
+        description="Prove one instance of any construction of the catalogue through its common interface: "
+                    "its parameters by name (NAME=VALUE; --list shows them and their defaults), the proof, "
+                    "and every declared claim with its verdict.  Exit 0 every claim proved, 1 some refuted, "
+                    "2 bad input, 3 some undecided.",
+        epilog="examples:\n"
+               "  symbounds prove --list\n"
+               "  symbounds prove alcalde N=3 n=5 d=2 m=2\n"
+               "  symbounds prove shi_liao --example 1 --json"))
     add_latex_arguments(sub.add_parser(
         "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
     add_plot_arguments(sub.add_parser(
@@ -256,7 +281,7 @@ def _sweep(args) -> int:
             except ExprError:
                 continue
         if args.target and not fitting:
-            raise UsageError(f"--target: no given target is an expression in x1..x{d}")
+            raise UsageError(f"--target: no given target is an expression in {input_names(d)}")
         targets[d] = fitting or None
     check_out_folders(args.out)
     bar = Bar(args, "instance")

@@ -23,7 +23,15 @@ MAX_PREC = 1 << 16
 
 
 def add_model_commands(sub) -> None:
-    b = sub.add_parser("bound", help="a certified enclosure of a model file's output over an input box")
+    b = sub.add_parser(
+        "bound", help="a certified enclosure of a model file's output over an input box",
+        description="A certified enclosure of a model file's output over an input box: the box is cut (--split, "
+                    "--width), the network evaluated on each sub-box with first-order Taylor models (interval "
+                    "balls where they fail), and the union printed with its lower end rounded down and its "
+                    "upper end rounded up.  Exit 0, 2 bad input, 3 undecided.",
+        epilog="examples:\n"
+               "  symbounds bound net.json --box 0:1 --split 6\n"
+               "  symbounds bound net.json --box=-1:1,0:1/2 --width 1/16 --json")
     b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1)")
     b.add_argument("--box", required=True, metavar="LO:HI[,LO:HI...]",
                    help="one interval per input; token-set models: D*n intervals, token by token "
@@ -35,10 +43,19 @@ def add_model_commands(sub) -> None:
     g.add_argument("--width", default=None, metavar="W", help="bisect until every side is at most W")
     b.add_argument("--prec", type=int, default=128, help="precision in bits (default 128)")
     b.add_argument("--json", action="store_true", help="print one JSON object")
-    e = sub.add_parser("export", help="write a model file as an ONNX graph (float64; extra: onnx)")
+    e = sub.add_parser(
+        "export", help="write a model file as an ONNX graph (float64; extra: onnx)",
+        description="Write a model file (symbounds-transformer/1) as a float64 ONNX graph that onnxruntime runs "
+                    "(tokens as rows, X = Z^T).  Needs the extra symbounds[onnx].",
+        epilog="example:\n  symbounds pou --export net.json && symbounds export net.json --onnx net.onnx")
     e.add_argument("model", metavar="MODEL.json")
     e.add_argument("--onnx", required=True, metavar="OUT.onnx", help="the ONNX file to write")
-    i = sub.add_parser("import", help="read an ONNX graph into a model file, weights as exact binary rationals")
+    i = sub.add_parser(
+        "import", help="read an ONNX graph into a model file, weights as exact binary rationals",
+        description="Read an ONNX graph into a model file, every float weight taken as its exact binary "
+                    "rational (the operations supported are listed in the README, 'Your own network'); an "
+                    "unsupported node is refused with one line naming it (exit 2).  Needs symbounds[onnx].",
+        epilog="example:\n  symbounds import net.onnx --out net.json && symbounds bound net.json --box 0:1")
     i.add_argument("onnx", metavar="IN.onnx")
     i.add_argument("--out", required=True, metavar="MODEL.json", help="the model file to write")
 
@@ -185,7 +202,8 @@ def _certify_spec(args, prec: int) -> int:
         spec = load_vnnlib(args.spec)
         res = verify(model, spec, prec=prec, max_boxes=args.max_boxes)
     except (SpecError, BoundError) as e:
-        raise UsageError(f"{args.spec}: {e}") from None
+        message = str(e)  # an unreadable file's error already starts with its path
+        raise UsageError(message if message.startswith(f"{args.spec}: ") else f"{args.spec}: {message}") from None
     if args.json:
         print(json.dumps({"verdict": res.verdict, "counterexample": res.counterexample, "boxes": res.boxes,
                           "undecided_boxes": len(res.undecided), "seconds": f"{res.seconds:.3f}",
