@@ -16,22 +16,21 @@ from ..core.expr import ExprError
 from ..core.modelfile import ModelFileError, load_model
 from .args import Bar, UsageError, check_out_folders, number
 
-__all__ = ["MODEL_COMMANDS", "add_model_commands", "add_model_certify_arguments", "run_model_certify",
+__all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments", "add_model_certify_arguments", "run_model_certify",
            "parse_box"]
 
 MAX_PREC = 1 << 16
 
 
-def add_model_commands(sub) -> None:
-    b = sub.add_parser(
-        "bound", help="a certified enclosure of a model file's output over an input box",
-        description="A certified enclosure of a model file's output over an input box: the box is cut (--split, "
-                    "--width), the network evaluated on each sub-box with first-order Taylor models (interval "
-                    "balls where they fail), and the union printed with its lower end rounded down and its "
-                    "upper end rounded up.  Exit 0, 2 bad input, 3 undecided.",
-        epilog="examples:\n"
-               "  symbounds bound net.json --box 0:1 --split 6\n"
-               "  symbounds bound net.json --box=-1:1,0:1/2 --width 1/16 --json")
+def add_bound_arguments(b) -> None:
+    """The flags of ``symbounds bound`` (its parser is made by the command line)."""
+    b.description = ("A certified enclosure of a model file's output over an input box: the box is cut (--split, "
+                     "--width), the network evaluated on each sub-box with first-order Taylor models (interval "
+                     "balls where they fail), and the union printed with its lower end rounded down and its "
+                     "upper end rounded up.  Exit 0, 2 bad input, 3 undecided.")
+    b.epilog = ("examples:\n"
+                "  symbounds bound net.json --box 0:1 --split 6\n"
+                "  symbounds bound net.json --box=-1:1,0:1/2 --width 1/16 --json")
     b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1)")
     b.add_argument("--box", required=True, metavar="LO:HI[,LO:HI...]",
                    help="one interval per input; token-set models: D*n intervals, token by token "
@@ -43,19 +42,23 @@ def add_model_commands(sub) -> None:
     g.add_argument("--width", default=None, metavar="W", help="bisect until every side is at most W")
     b.add_argument("--prec", type=int, default=128, help="precision in bits (default 128)")
     b.add_argument("--json", action="store_true", help="print one JSON object")
-    e = sub.add_parser(
-        "export", help="write a model file as an ONNX graph (float64; extra: onnx)",
-        description="Write a model file (symbounds-transformer/1) as a float64 ONNX graph that onnxruntime runs "
-                    "(tokens as rows, X = Z^T).  Needs the extra symbounds[onnx].",
-        epilog="example:\n  symbounds pou --export net.json && symbounds export net.json --onnx net.onnx")
+
+
+def add_export_arguments(e) -> None:
+    """The flags of ``symbounds export``."""
+    e.description = ("Write a model file (symbounds-transformer/1) as a float64 ONNX graph that onnxruntime runs "
+                     "(tokens as rows, X = Z^T).  Needs the extra symbounds[onnx].")
+    e.epilog = "example:\n  symbounds pou --export net.json && symbounds export net.json --onnx net.onnx"
     e.add_argument("model", metavar="MODEL.json")
     e.add_argument("--onnx", required=True, metavar="OUT.onnx", help="the ONNX file to write")
-    i = sub.add_parser(
-        "import", help="read an ONNX graph into a model file, weights as exact binary rationals",
-        description="Read an ONNX graph into a model file, every float weight taken as its exact binary "
-                    "rational (the operations supported are listed in the README, 'Your own network'); an "
-                    "unsupported node is refused with one line naming it (exit 2).  Needs symbounds[onnx].",
-        epilog="example:\n  symbounds import net.onnx --out net.json && symbounds bound net.json --box 0:1")
+
+
+def add_import_arguments(i) -> None:
+    """The flags of ``symbounds import``."""
+    i.description = ("Read an ONNX graph into a model file, every float weight taken as its exact binary "
+                     "rational (the operations supported are listed in the README, 'Your own network'); an "
+                     "unsupported node is refused with one line naming it (exit 2).  Needs symbounds[onnx].")
+    i.epilog = "example:\n  symbounds import net.onnx --out net.json && symbounds bound net.json --box 0:1"
     i.add_argument("onnx", metavar="IN.onnx")
     i.add_argument("--out", required=True, metavar="MODEL.json", help="the model file to write")
 

@@ -126,3 +126,15 @@ def test_rate_writes_a_long_fraction_as_a_decimal(capsys):
     r_g = (eps / 4) ** 2
     assert r_g <= Fraction(rep["r_g"]) <= r_g * (1 + Fraction(1, 10**10))
 
+
+
+def test_version_imports_no_heavy_module():
+    """``--version`` (and the parser behind it) loads neither SymPy, NumPy, python-flint nor
+    matplotlib: they are imported by the commands that use them (timed in benchmarks/bench_startup.py)."""
+    code = ("import sys; from symbounds.app.cli import main; assert main(['--version']) == 0; "
+            "heavy = [m for m in ('sympy', 'numpy', 'flint', 'mpmath', 'matplotlib', 'torch', 'onnx') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
