@@ -15,7 +15,7 @@ from fractions import Fraction
 # ``symbounds --version`` and ``--help`` start without them (benchmarks/bench_startup.py).
 
 __all__ = ["UsageError", "Parser", "number", "point", "add_instance_args", "instance", "check_out_folders", "Bar",
-           "show_progress", "written", "add_digits_argument", "digits", "DEFAULT_DIGITS"]
+           "show_progress", "written", "FIGURE_FORMATS", "add_digits_argument", "digits", "DEFAULT_DIGITS"]
 
 
 class UsageError(Exception):
@@ -258,6 +258,9 @@ def written(path) -> None:
     """Every file a command writes is named on stderr, one line each: ``written: PATH``."""
     print(f"written: {path}", file=sys.stderr)
 
+
+#: the figure file name extensions (matplotlib's own writers: raster PNG, vector SVG and PDF)
+FIGURE_FORMATS = (".png", ".svg", ".pdf")
 
 #: significant digits of the numbers in text reports (enclosures stay outward-rounded)
 DEFAULT_DIGITS = 12

@@ -368,20 +368,27 @@ def _sweep(args) -> int:
     return 0
 
 
-def _emit(args, text: str, res, model_prec: int) -> int:
-    """The end of a run: the model file (``--export``), the report (``--out``, else stdout; with
-    ``--json`` stdout too), and the run's exit code."""
+def _report(args, text: str) -> None:
+    """The report (text, or JSON with ``--json``) to ``--out FILE`` (named on stderr) or else to stdout:
+    one place, never both (README, "What every command prints")."""
     from ..core.files import atomic_write
+
+    if args.out:
+        atomic_write(args.out, text + "\n")
+        written(args.out)
+    else:
+        print(text)
+
+
+def _emit(args, text: str, res, model_prec: int) -> int:
+    """The end of a run: the model file (``--export``), the report (:func:`_report`), and the run's
+    exit code."""
     from ..core.modelfile import export_model
 
     if args.export:
         export_model(res.model, args.export, model_prec)
         written(args.export)
-    if args.out:
-        atomic_write(args.out, text + "\n")
-        written(args.out)
-    if not args.out or args.json:
-        print(text)
+    _report(args, text)
     return res.exit_code
 
 
@@ -466,7 +473,6 @@ _TAU_ONLY = ("data", "random", "seed")
 
 def _tighten(args) -> int:
     from ..core.contexts import MIN_PREC
-    from ..core.files import atomic_write
     from ..papers import shi_liao as sl
     from ..papers.shi_liao import tighten as tg
     from .report import tighten_json, tighten_text
@@ -532,11 +538,7 @@ def _tighten(args) -> int:
         text = json.dumps(tighten_json(inst, results, checks, R, grid_map), indent=2)
     else:
         text = tighten_text(inst, results, checks, R, grid_map)
-    if args.out:
-        atomic_write(args.out, text + "\n")
-        written(args.out)
-    if not args.out or args.json:
-        print(text)
+    _report(args, text)
     done = all(r.minimum is not None and r.below_outcome is not None and r.below_outcome.status == "fail"
                for r in results)
     return 0 if done else 3
@@ -545,7 +547,6 @@ def _tighten(args) -> int:
 def _tighten_tau(args, what) -> int:
     """``symbounds tighten --what tau``: the largest certified temperature of the softmax interpolation."""
     from ..core.contexts import MIN_PREC
-    from ..core.files import atomic_write
     from ..papers.alcalde import tighten as tt
     from ..papers.alcalde.dataset import DatasetError, load_dataset
     from .report import tau_text
@@ -579,10 +580,7 @@ def _tighten_tau(args, what) -> int:
     finally:
         bar.close()
     text = json.dumps(tt.tau_json(ds, res, opts, source), indent=2) if args.json else tau_text(ds, res, opts, source)
-    if args.out:
-        atomic_write(args.out, text + "\n")
-    if not args.out or args.json:
-        print(text)
+    _report(args, text)
     return 0 if res.tight else 3
 
 

@@ -28,9 +28,9 @@ floats.  Plots are pictures, not proofs: the numbers they draw are read from the
 
 Command line::
 
-    symbounds plot --kind error|size --table TABLE.json --out FIG.png|FIG.pdf
+    symbounds plot --kind error|size --table TABLE.json --out FIG.png|FIG.svg|FIG.pdf
     symbounds plot --kind leakage [instance flags] [--M-values 500,1000,2000] [--context ball|fp]
-                   --out FIG.png|FIG.pdf
+                   --out FIG.png|FIG.svg|FIG.pdf
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from ..core.contexts import BallContext
 from ..core.modelfile import parse_number
 from ..papers import shi_liao as sl
 from ..papers.shi_liao.run import PouOptions, run
-from .args import Bar, UsageError, add_instance_args, instance, written
+from .args import FIGURE_FORMATS, Bar, UsageError, add_instance_args, instance, written
 
 __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
@@ -447,10 +447,10 @@ def plot_loglog(series: dict, xlabel: str, ylabel: str, title: str = "", styles:
 
 
 def save_figure(fig, path: str) -> None:
-    """Save as PNG or PDF (by extension) through a temporary file and a rename (atomic)."""
+    """Save as PNG, SVG or PDF (by extension) through a temporary file and a rename (atomic)."""
     ext = os.path.splitext(path)[1].lower()
-    if ext not in (".png", ".pdf"):
-        raise ValueError(f"{path}: use a .png or .pdf file name")
+    if ext not in FIGURE_FORMATS:
+        raise ValueError(f"{path}: use a .png, .svg or .pdf file name")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"{path}: folder {folder} does not exist")
@@ -479,14 +479,14 @@ def add_plot_arguments(parser) -> None:
     parser.add_argument("--map", default=None, metavar="R.json",
                         help="tighten: a symbounds tighten --map --json report (the (M_g, M) region)")
     add_instance_args(parser)
-    parser.add_argument("--out", required=True, metavar="FIG.png", help="write the figure (.png or .pdf)")
+    parser.add_argument("--out", required=True, metavar="FIG.png", help="write the figure (.png, .svg or .pdf)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def run_plot(args) -> int:
     """``symbounds plot``: draw and write the figure; returns 0 (bad input raises ValueError)."""
-    if not args.out.lower().endswith((".png", ".pdf")):
-        raise ValueError(f"{args.out}: use a .png or .pdf file name")
+    if not args.out.lower().endswith(FIGURE_FORMATS):
+        raise ValueError(f"{args.out}: use a .png, .svg or .pdf file name")
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")

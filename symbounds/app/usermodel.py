@@ -6,6 +6,7 @@ Exit codes as for every command: 0 proved (or done), 1 refuted, 2 bad input, 3 u
 from __future__ import annotations
 
 import json
+import sys
 
 from ..core.bound import BoundError, BoundUndecided, bound, certify
 from ..core.boxes import CertifyOptions
@@ -14,7 +15,7 @@ from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_down, decimal_up
 from ..core.expr import ExprError
 from ..core.modelfile import ModelFileError, load_model
-from .args import Bar, UsageError, check_out_folders, number
+from .args import Bar, UsageError, check_out_folders, number, written
 
 __all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments", "add_model_certify_arguments", "run_model_certify",
            "parse_box"]
@@ -112,7 +113,7 @@ def _bound(args) -> int:
     except BoundError as e:
         raise UsageError(str(e)) from None
     except BoundUndecided as e:
-        print(f"symbounds: undecided: {e}")
+        print(f"symbounds: undecided: {e}", file=sys.stderr)  # stdout stays empty (no JSON to parse)
         return 3
     scalar = not isinstance(res.lower, tuple)
     los = [res.lower] if scalar else list(res.lower)
@@ -122,7 +123,7 @@ def _bound(args) -> int:
                "upper": decimal_up(his[0], 30) if scalar else [decimal_up(v, 30) for v in his],
                "lower_exact": str(los[0]) if scalar else [str(v) for v in los],
                "upper_exact": str(his[0]) if scalar else [str(v) for v in his],
-               "boxes": res.boxes, "seconds": f"{res.seconds:.3f}", "method": res.method}
+               "boxes": res.boxes, "seconds": round(res.seconds, 3), "method": res.method}
         if res.shape is not None:
             out["shape"] = list(res.shape)
         print(json.dumps(out, indent=2))
@@ -179,6 +180,7 @@ def run_model_certify(args) -> int:
     del model
     if args.out:
         write_certificate(args.out, cert)
+        written(args.out)
     if args.json:
         print(json.dumps({k: cert[k] for k in ("verdict", "d", "eps", "target", "max_bound", "counterexample",
                                                "seconds", "boxes_evaluated")}
@@ -209,7 +211,7 @@ def _certify_spec(args, prec: int) -> int:
         raise UsageError(message if message.startswith(f"{args.spec}: ") else f"{args.spec}: {message}") from None
     if args.json:
         print(json.dumps({"verdict": res.verdict, "counterexample": res.counterexample, "boxes": res.boxes,
-                          "undecided_boxes": len(res.undecided), "seconds": f"{res.seconds:.3f}",
+                          "undecided_boxes": len(res.undecided), "seconds": round(res.seconds, 3),
                           "method": sorted(res.methods)}, indent=2))
     else:
         print(f"symbounds certify: {args.model} against {args.spec} ({len(spec.unsafe)} unsafe alternative(s))")
@@ -232,7 +234,7 @@ def _export(args) -> int:
         export_onnx(model, args.onnx)
     except OnnxError as e:
         raise UsageError(str(e)) from None
-    print(f"written: {args.onnx}")
+    written(args.onnx)
     return 0
 
 
@@ -246,7 +248,8 @@ def _import(args) -> int:
     except OnnxError as e:
         raise UsageError(str(e)) from None
     export_model(model, args.out)
-    print(f"written: {args.out} ({len(model.layers)} layers, {model.input} input)")
+    written(args.out)
+    print(f"symbounds import: {args.onnx}: {len(model.layers)} layers, {model.input} input")
     return 0
 
 

@@ -78,11 +78,15 @@ def test_cli_function_writes_png_and_pdf(table, tmp_path):
     pdf = tmp_path / "size.pdf"
     assert pl.run_plot(_args("--kind", "size", "--table", json_path, "--out", str(pdf))) == 0
     assert pdf.read_bytes()[:5] == b"%PDF-"
+    svg = tmp_path / "size.svg"
+    assert pl.run_plot(_args("--kind", "size", "--table", json_path, "--out", str(svg))) == 0
+    text = svg.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text and text.rstrip().endswith("</svg>")
 
 
 def test_bad_input(tmp_path, table):
     _, json_path = table
-    with pytest.raises(ValueError, match="png or .pdf"):
+    with pytest.raises(ValueError, match=r"\.png, \.svg or \.pdf"):
         pl.run_plot(_args("--kind", "error", "--table", json_path, "--out", str(tmp_path / "a.jpg")))
     with pytest.raises(ValueError, match="needs --table"):
         pl.run_plot(_args("--kind", "size", "--out", str(tmp_path / "a.png")))
