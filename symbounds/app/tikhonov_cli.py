@@ -51,7 +51,7 @@ def add_tikhonov_arguments(p) -> None:
     p.add_argument("--no-construction", action="store_true",
                    help="skip symbounds' own exact interpolant for the same dataset")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", default=None, metavar="FILE.png|FILE.pdf",
+    p.add_argument("--plot", default=None, metavar="FILE.png|FILE.svg|FILE.pdf",
                    help="draw the loss against epochs (threshold lines) and the minimum loss against eps")
     p.add_argument("--quiet", action="store_true", help="no progress")
 
