@@ -78,9 +78,11 @@ assert set(rows[1]["fp_claims"][c] for c in ("L3", "L5.1", "L5.2")) == {"agrees"
 assert rows[2]["fp_claims"]["L2.4"] == "vacuous"
 
 # %% [markdown]
-# Top panel: `log10 e^{-cM}`, certified and in float64; middle: each claim's measured side
-# relative to `e^{-cM}`; bottom: float64 against the certified value (0: they agree; crosses:
-# float64 returned 0.0). The figure is saved as PNG in the folder `figures/` of the working directory (in Jupyter: next to
+# On a linear `M` axis, each run a marker. Top panel: `log10 e^{-cM}`, certified and in float64,
+# beside the exact line `−cM / ln 10` (`c` depends only on `P`, so `log10 e^{-cM}` is a straight
+# line in `M`, and float64's range ends where it crosses `2^{-1022}`); middle: each claim's
+# measured side relative to `e^{-cM}`; bottom: by how many orders of magnitude float64 misses the
+# certified value, `log10(float64 / certified)` (0: they agree; crosses: float64 returned 0.0). The figure is saved as PNG in the folder `figures/` of the working directory (in Jupyter: next to
 # this notebook, `notebooks/figures/`), or in the folder named by the environment variable
 # `SYMBOUNDS_FIGURES`.
 

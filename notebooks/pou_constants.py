@@ -24,6 +24,7 @@
 import sympy
 
 from symbounds import BallContext
+from symbounds.app.show import Claims, show, show_math
 from symbounds.papers import shi_liao as sl
 
 # %% [markdown]
@@ -34,8 +35,9 @@ from symbounds.papers import shi_liao as sl
 
 # %%
 formulas = sl.symbolic_constants()
+K = sl.constants(sl.Instance())
 for name in ("r_g", "P", "P_paper", "M_g", "c", "M", "w_ind"):
-    print(f"{name:8} = {formulas[name]}")
+    show_math(K.latex(name), f"{name:8} = {formulas[name]}")  # SymPy's LaTeX printer
 
 # %% [markdown]
 # ## 2. The key identity (L1)
@@ -55,11 +57,15 @@ for d in (1, 2, 3):
 # are symbols with definitions, evaluated once per context.
 
 # %%
-K = sl.constants(sl.Instance())
-print("r_g =", K.r_g, "  m =", K.m, "  P =", K.P, "  paper's bound on P =", K.P_paper)
+show(K)  # every constant: its formula and its value at the instance
+show_math(rf"r_g = {sympy.latex(K.r_g)},\quad m = {K.m},\quad P = {K.P},\quad P_{{\mathrm{{paper}}}} = "
+          rf"{sympy.latex(K.P_paper)}", f"r_g = {K.r_g}  m = {K.m}  P = {K.P}  paper's bound on P = {K.P_paper}")
 for sym, definition in K.defs.items():
-    text = str(definition)
-    print(f"{str(sym):6} := {text if len(text) < 90 else text[:87] + '...'}")
+    text, tex = str(definition), sympy.latex(definition)
+    if len(tex) < 200:
+        show_math(rf"{sympy.latex(sym)} := {tex}", f"{str(sym):6} := {text}")
+    else:  # eta and lambda are sums over all P tokens: the start is enough
+        print(f"{str(sym):6} := {text[:87]}...")
 
 # %%
 model = sl.build(K)
@@ -82,9 +88,7 @@ from symbounds.core.claims import escalate  # noqa: E402
 points = sl.sample_points(1, 5, 3)
 results, _, prec = escalate(lambda c: sl.measure(c, K, model, points), 128, 4096,
                             exact=lambda cid: sl.decide_exactly(K, model, cid))
-for r in results:
-    if r.id.startswith("E"):
-        print(f"{r.id}: {r.verdict:8} ({r.context})  {r.statement}")
+show(Claims(r for r in results if r.id.startswith("E")))
 
 # %% [markdown]
 # ## 5. Every claim of the lemma chain
@@ -92,9 +96,7 @@ for r in results:
 # Measured from the network's own attention matrices and pre-activations at the sample points.
 
 # %%
-for r in results:
-    where = r.context if r.prec is None else f"{r.context} @ {r.prec} bits"
-    print(f"{r.id:5} {r.verdict:9} {where:16} {r.statement}")
+show(Claims(results))
 assert all(r.verdict in ("proved", "evidence") for r in results)
 
 # %% [markdown]

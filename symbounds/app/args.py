@@ -4,20 +4,18 @@ flags, the instance flags of the partition-of-unity construction, output folders
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 import time
 from fractions import Fraction
 
-import sympy
-
-from ..core.exact import NumberError, parse_number
-from ..core.expr import ExprError
-from ..papers import shi_liao as sl
-from ..papers.shi_liao.manifolds.manifold import instance_from_args
+# SymPy, python-flint and the constructions are imported inside the functions that use them, so that
+# ``symbounds --version`` and ``--help`` start without them (benchmarks/bench_startup.py).
 
 __all__ = ["UsageError", "Parser", "number", "point", "add_instance_args", "instance", "check_out_folders", "Bar",
-           "show_progress", "written", "add_digits_argument", "digits", "DEFAULT_DIGITS"]
+           "show_progress", "written", "FIGURE_FORMATS", "add_digits_argument", "digits", "DEFAULT_DIGITS"]
 
 
 class UsageError(Exception):
@@ -36,15 +34,58 @@ ascii_int.__name__ = "int"  # argparse's message: "invalid int value: '...'"
 
 
 class Parser(argparse.ArgumentParser):
+    """Every parser and sub-parser of the command line: no abbreviated flags (``--ep`` is not taken for
+    ``--eps``), ASCII integers, one-line errors with a "did you mean" for a mistyped command or flag."""
+
+    #: the parser that parsed last (a sub-command's parser): its flags are the candidates of a suggestion
+    last_parsed = None
+
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
         self.register("type", int, ascii_int)  # every type=int flag reads ASCII digits only
 
+    def parse_known_args(self, args=None, namespace=None):
+        Parser.last_parsed = self
+        return super().parse_known_args(args, namespace)
+
     def error(self, message):  # one line, exit 2 (argparse would print the usage block first)
-        raise UsageError(message)
+        raise UsageError(message + _suggestion(message, self))
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, except that a description or epilog with line breaks (the examples) is
+    kept as written."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
+def _suggestion(message: str, parser: argparse.ArgumentParser) -> str:
+    """``" (did you mean --eps?)"`` for an unknown flag or an invalid choice close to a known one."""
+    m = re.match(r"invalid choice: '(.*?)' \(choose from (.*)\)", message.partition(": ")[2])
+    if m:
+        word, known = m.group(1), re.findall(r"'([^']*)'", m.group(2))
+    elif message.startswith("unrecognized arguments: "):
+        word = message.split()[2].partition("=")[0]
+        flags = set(parser._option_string_actions)
+        if Parser.last_parsed is not None:
+            flags |= set(Parser.last_parsed._option_string_actions)
+        known = sorted(flags - {"-h", "--help"}) if word.startswith("-") else []
+    else:
+        return ""
+    strip = lambda w: w.lstrip("-")  # noqa: E731  (flags compared by name: "--ep" is close to "--eps")
+    names = {strip(k): k for k in known}
+    close = [names[c] for c in difflib.get_close_matches(strip(word), list(names), n=3, cutoff=0.6)]
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 def number(text: str, what: str) -> Fraction:
+    from ..core.exact import NumberError, parse_number
+
     try:
         return parse_number(text, what)
     except NumberError as e:
@@ -84,6 +125,9 @@ _CUBE_DEFAULTS = {"d": 1, "alpha": "1", "holder": "2", "bound": "2", "eps": "0.1
 
 def _manifold_instance(args):
     """``pou --manifold``: flags left out take the manifold's defaults (docs/shi_liao.md, Manifolds)."""
+    from ..core.expr import ExprError
+    from ..papers.shi_liao.manifolds.manifold import instance_from_args
+
     try:
         return instance_from_args(args)
     except ExprError as e:
@@ -94,6 +138,11 @@ def _manifold_instance(args):
 
 def instance(args):
     """The [SL26] instance of the shared flags, validated (UsageError on bad input)."""
+    import sympy
+
+    from ..core.expr import ExprError
+    from ..papers import shi_liao as sl
+
     if getattr(args, "manifold", None) is not None:
         return _manifold_instance(args)
     for k, v in _CUBE_DEFAULTS.items():
@@ -171,6 +220,7 @@ class Bar:
         pct = (Fraction(fraction) * 100).__floor__()
         if self.bar is not None:
             self.bar.total = 100
+            self.bar.unit = "%"  # the bar counts percent of the volume, so its rate is %/s (boxes: the label)
             self.bar.set_description(f"{boxes} boxes")
             self.bar.n = pct
             self.bar.refresh()
@@ -208,6 +258,9 @@ def written(path) -> None:
     """Every file a command writes is named on stderr, one line each: ``written: PATH``."""
     print(f"written: {path}", file=sys.stderr)
 
+
+#: the figure file name extensions (matplotlib's own writers: raster PNG, vector SVG and PDF)
+FIGURE_FORMATS = (".png", ".svg", ".pdf")
 
 #: significant digits of the numbers in text reports (enclosures stay outward-rounded)
 DEFAULT_DIGITS = 12

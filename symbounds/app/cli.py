@@ -13,25 +13,11 @@ import os
 import sys
 from fractions import Fraction
 
-from ..core.boxes import CertifyOptions
-from ..core.certificate import MIN_CERT_PREC, CertificateError, NotACertificate, load_certificate, write_certificate
-from ..core.contexts import MIN_PREC
-from ..core.exact import decimal_up
-from ..core.expr import ExprError
-from ..core.files import atomic_write
-from ..core.modelfile import export_model
+# Each command imports the modules it needs (SymPy, python-flint, NumPy, matplotlib, the constructions)
+# when it runs, and a command's flags are added only when that command is parsed (_LazyParser): so
+# ``symbounds --version`` and ``symbounds --help`` start in a fraction of a second
+# (benchmarks/bench_startup.py).
 from ..core.version import __version__
-from ..papers import check_certificate
-from ..papers import shi_liao as sl
-from ..papers.alcalde.dataset import DatasetError, load_dataset, random_dataset
-from ..papers.alcalde.run import InterpOptions
-from ..papers.alcalde.run import run as interp_run
-from ..papers.shi_liao import tighten as tg
-from ..papers.shi_liao.certificate import certify_instance
-from ..papers.shi_liao.rate import add_rate_arguments, run_rate
-from ..papers.shi_liao.run import PouOptions
-from ..papers.shi_liao.run import run as pou_run
-from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
 from .args import (
     Bar,
     Parser,
@@ -45,23 +31,39 @@ from .args import (
     point,
     written,
 )
-from .catalogue_cli import add_prove_arguments, run_prove
-from .latex import add_latex_arguments, run_latex
-from .plot import add_plot_arguments, run_plot
-from .report import interp_json, interp_text, pou_json, pou_text, tau_text, tighten_json, tighten_text
-from .tikhonov_cli import add_tikhonov_arguments, run_tikhonov
-from .usermodel import MODEL_COMMANDS, add_model_certify_arguments, add_model_commands, run_model_certify
 
 __all__ = ["main"]
 
 MAX_PREC_LIMIT = 1 << 16
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="symbounds", description="Constructive Transformer proofs, checked in rigorous arithmetic.")
-    p.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = p.add_subparsers(dest="command", parser_class=Parser)
-    q = sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance")
+class _LazyParser(Parser):
+    """A sub-command's parser whose flags are added when it is first used (parsed, or its help shown),
+    so that the modules defining them are imported only for the command that runs."""
+
+    def __init__(self, *args, populate=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._populate = populate
+
+    def _ready(self):
+        if self._populate is not None:
+            populate, self._populate = self._populate, None
+            populate(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._ready()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self):
+        self._ready()
+        return super().format_help()
+
+    def format_usage(self):
+        self._ready()
+        return super().format_usage()
+
+
+def _pou_arguments(q) -> None:
     add_instance_args(q)
     q.add_argument("--manifold", default=None, choices=["circle", "sphere", "torus", "curve"],
                    help="inputs on an exactly embedded manifold instead of the cube (docs/shi_liao.md, Manifolds)")
@@ -82,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--export", default=None, metavar="MODEL.json", help="write the model file")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
     add_digits_argument(q)
-    r = sub.add_parser("interp", help="build and prove Alcalde-Fantuzzi-Zuazua's exact sequence interpolation")
+
+
+def _interp_arguments(r) -> None:
     src = r.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", default=None, metavar="FILE.json", help="dataset file (exact numbers)")
     src.add_argument("--random", default=None, metavar="N,n,d,m",
@@ -96,7 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     add_digits_argument(r)
-    c = sub.add_parser("certify", help="prove sup |T - g| <= eps over the whole cube, box by box")
+
+
+def _certify_arguments(c) -> None:
+    from .usermodel import add_model_certify_arguments
+
     add_instance_args(c)
     c.add_argument("--prec", type=int, default=128, help="precision of the box evaluations in bits (default 128)")
     c.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
@@ -111,15 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     add_model_certify_arguments(c)
-    k = sub.add_parser("check", help="re-verify a certificate written by symbounds certify")
+
+
+def _check_arguments(k) -> None:
     k.add_argument("certificate", metavar="CERT.json")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    add_tighten_arguments(sub.add_parser(
-        "tighten", help="the smallest M, M_g or grid with which the network still certifies (proof, domain)"))
-    add_rate_arguments(sub.add_parser(
-        "rate", help="the generalisation bound of [SL26]: eps(n), P, parameters, covering number, risk"))
-    s = sub.add_parser("sweep", help="a grid of instances (eps x d x targets) as one CSV/JSON table")
+
+def _sweep_arguments(s) -> None:
     s.add_argument("--eps", default="0.2,0.1", help="comma-separated accuracies (default 0.2,0.1)")
     s.add_argument("--d", default="1", help="comma-separated dimensions (default 1)")
     s.add_argument("--target", action="append", default=[], metavar="EXPR",
@@ -133,19 +140,86 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="TABLE.csv", help="write TABLE.csv and TABLE.json")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    add_model_commands(sub)
-    add_prove_arguments(sub.add_parser(
-        "prove", help="any construction of the catalogue by name: symbounds prove --list; symbounds prove KEY N=V ..."))
-    add_latex_arguments(sub.add_parser(
-        "latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables"))
-    add_plot_arguments(sub.add_parser(
-        "plot", help="draw a sweep table (error, size against eps) or the leakage against M, to PNG or PDF"))
-    add_tikhonov_arguments(sub.add_parser(
-        "tikhonov", help="[AFZ25] regularised training (PyTorch, extra 'train') beside its certified threshold"))
+
+def _module_arguments(module: str, function: str):
+    """Flags added by ``function`` of the app module ``module``, imported when the command is parsed."""
+    def populate(parser):
+        import importlib
+
+        getattr(importlib.import_module(f"{__package__}.{module}"), function)(parser)
+    return populate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="symbounds", description="Constructive Transformer proofs, checked in rigorous arithmetic.")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", parser_class=_LazyParser)
+    sub.add_parser("pou", help="certify Shi & Liao's softmax partition-of-unity Transformer at an instance",
+                   populate=_pou_arguments)
+    sub.add_parser("interp", help="build and prove Alcalde-Fantuzzi-Zuazua's exact sequence interpolation",
+                   populate=_interp_arguments)
+    sub.add_parser(
+        "certify", help="prove sup |T - g| <= eps over the whole cube, box by box",
+        description="Prove sup over [0,1]^d of |T(x) - g(x)| <= eps for every x, not at sample points: the cube is "
+                    "cut into boxes, the network enclosed on each box with first-order Taylor models, a box "
+                    "whose bound exceeds eps bisected.  The construction of [SL26] at an instance (the flags of "
+                    "pou), or a model file (--model, with --target and --eps, or a VNN-LIB property --spec).  "
+                    "Exit 0 proved, 1 refuted (a counterexample), 2 bad input, 3 undecided.",
+        epilog="examples:\n"
+               "  symbounds certify --out cert.json                  # the default instance, ~300 boxes\n"
+               "  symbounds certify --eps 1/25 --workers 2\n"
+               "  symbounds certify --model net.json --target 'sin(2*x1)' --eps 1/2 --out cert.json\n"
+               "  symbounds certify --model net.json --spec prop.vnnlib",
+        populate=_certify_arguments)
+    sub.add_parser(
+        "check", help="re-verify a certificate written by symbounds certify",
+        description="Re-verify a certificate from scratch: rebuild the network from the instance (or read the "
+                    "embedded model) and compare its SHA-256, check exactly that the boxes cover the cube, "
+                    "re-evaluate every box and re-run the grid checks.  Exit 0 valid, 1 rejected (one line "
+                    "naming the first problem), 2 not a certificate.",
+        epilog="example:\n  symbounds certify --out cert.json && symbounds check cert.json",
+        populate=_check_arguments)
+    sub.add_parser("tighten", help="the smallest M, M_g or grid with which the network still certifies (proof, domain)",
+                   populate=add_tighten_arguments)
+    sub.add_parser("rate", help="the generalisation bound of [SL26]: eps(n), P, parameters, covering number, risk",
+                   populate=_rate_arguments)
+    sub.add_parser("sweep", help="a grid of instances (eps x d x targets) as one CSV/JSON table",
+                   populate=_sweep_arguments)
+    sub.add_parser("bound", help="a certified enclosure of a model file's output over an input box",
+                   populate=_module_arguments("usermodel", "add_bound_arguments"))
+    sub.add_parser("export", help="write a model file as an ONNX graph (float64; extra: onnx)",
+                   populate=_module_arguments("usermodel", "add_export_arguments"))
+    sub.add_parser("import", help="read an ONNX graph into a model file, weights as exact binary rationals",
+                   populate=_module_arguments("usermodel", "add_import_arguments"))
+    sub.add_parser(
+        "prove", help="any construction of the catalogue by name: symbounds prove --list; symbounds prove KEY N=V ...",
+        description="Prove one instance of any construction of the catalogue through its common interface: "
+                    "its parameters by name (NAME=VALUE; --list shows them and their defaults), the proof, "
+                    "and every declared claim with its verdict.  Exit 0 every claim proved, 1 some refuted, "
+                    "2 bad input, 3 some undecided.",
+        epilog="examples:\n"
+               "  symbounds prove --list\n"
+               "  symbounds prove alcalde N=3 n=5 d=2 m=2\n"
+               "  symbounds prove shi_liao --example 1 --json",
+        populate=_module_arguments("catalogue_cli", "add_prove_arguments"))
+    sub.add_parser("latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables",
+                   populate=_module_arguments("latex", "add_latex_arguments"))
+    sub.add_parser("plot", help="draw a sweep table (error, size against eps) or the leakage against M, to PNG, SVG or PDF",
+                   populate=_module_arguments("plot", "add_plot_arguments"))
+    sub.add_parser("tikhonov", help="[AFZ25] regularised training (PyTorch, extra 'train') beside its certified threshold",
+                   populate=_module_arguments("tikhonov_cli", "add_tikhonov_arguments"))
     return p
 
 
+def _rate_arguments(p) -> None:
+    from ..papers.shi_liao.rate import add_rate_arguments
+
+    add_rate_arguments(p)
+
+
 def _latex(args) -> int:
+    from .latex import run_latex
+
     try:
         return run_latex(args)
     except ValueError as e:
@@ -153,6 +227,8 @@ def _latex(args) -> int:
 
 
 def _plot(args) -> int:
+    from .plot import run_plot
+
     try:
         return run_plot(args)
     except ValueError as e:
@@ -160,10 +236,14 @@ def _plot(args) -> int:
 
 
 def _tikhonov(args) -> int:
+    from .tikhonov_cli import run_tikhonov
+
     return run_tikhonov(args)
 
 
 def _rate(args) -> int:
+    from ..papers.shi_liao.rate import run_rate
+
     try:
         return run_rate(args)
     except ValueError as e:
@@ -171,6 +251,12 @@ def _rate(args) -> int:
 
 
 def _certify(args) -> int:
+    from ..core.boxes import CertifyOptions
+    from ..core.certificate import MIN_CERT_PREC, write_certificate
+    from ..core.exact import decimal_up
+    from ..papers.shi_liao.certificate import certify_instance
+    from .usermodel import run_model_certify
+
     if args.model is not None or args.spec is not None:
         return run_model_certify(args)
     inst = instance(args)
@@ -217,6 +303,10 @@ def _certify(args) -> int:
 
 
 def _check(args) -> int:
+    from ..core.certificate import CertificateError, NotACertificate, load_certificate
+    from ..core.exact import decimal_up
+    from ..papers import check_certificate
+
     try:
         cert = load_certificate(args.certificate)
     except CertificateError as e:
@@ -237,6 +327,10 @@ def _check(args) -> int:
 
 
 def _sweep(args) -> int:
+    from ..core.expr import ExprError, input_names
+    from ..papers import shi_liao as sl
+    from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
+
     try:
         eps_list = parse_list(args.eps, "--eps")
         d_list = parse_list(args.d, "--d", int)
@@ -256,7 +350,7 @@ def _sweep(args) -> int:
             except ExprError:
                 continue
         if args.target and not fitting:
-            raise UsageError(f"--target: no given target is an expression in x1..x{d}")
+            raise UsageError(f"--target: no given target is an expression in {input_names(d)}")
         targets[d] = fitting or None
     check_out_folders(args.out)
     bar = Bar(args, "instance")
@@ -274,21 +368,36 @@ def _sweep(args) -> int:
     return 0
 
 
-def _emit(args, text: str, res, model_prec: int) -> int:
-    """The end of a run: the model file (``--export``), the report (``--out``, else stdout; with
-    ``--json`` stdout too), and the run's exit code."""
-    if args.export:
-        export_model(res.model, args.export, model_prec)
-        written(args.export)
+def _report(args, text: str) -> None:
+    """The report (text, or JSON with ``--json``) to ``--out FILE`` (named on stderr) or else to stdout:
+    one place, never both (README, "What every command prints")."""
+    from ..core.files import atomic_write
+
     if args.out:
         atomic_write(args.out, text + "\n")
         written(args.out)
-    if not args.out or args.json:
+    else:
         print(text)
+
+
+def _emit(args, text: str, res, model_prec: int) -> int:
+    """The end of a run: the model file (``--export``), the report (:func:`_report`), and the run's
+    exit code."""
+    from ..core.modelfile import export_model
+
+    if args.export:
+        export_model(res.model, args.export, model_prec)
+        written(args.export)
+    _report(args, text)
     return res.exit_code
 
 
 def _pou(args) -> int:
+    from ..core.contexts import MIN_PREC
+    from ..papers.shi_liao.run import PouOptions
+    from ..papers.shi_liao.run import run as pou_run
+    from .report import pou_json, pou_text
+
     inst = instance(args)
     if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
         raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
@@ -363,6 +472,11 @@ _TAU_ONLY = ("data", "random", "seed")
 
 
 def _tighten(args) -> int:
+    from ..core.contexts import MIN_PREC
+    from ..papers import shi_liao as sl
+    from ..papers.shi_liao import tighten as tg
+    from .report import tighten_json, tighten_text
+
     what = [w.strip() for w in args.what.split(",") if w.strip()]
     if not what:
         raise UsageError("--what: name at least one constant (M, Mg, grid) or tau")
@@ -424,11 +538,7 @@ def _tighten(args) -> int:
         text = json.dumps(tighten_json(inst, results, checks, R, grid_map), indent=2)
     else:
         text = tighten_text(inst, results, checks, R, grid_map)
-    if args.out:
-        atomic_write(args.out, text + "\n")
-        written(args.out)
-    if not args.out or args.json:
-        print(text)
+    _report(args, text)
     done = all(r.minimum is not None and r.below_outcome is not None and r.below_outcome.status == "fail"
                for r in results)
     return 0 if done else 3
@@ -436,7 +546,10 @@ def _tighten(args) -> int:
 
 def _tighten_tau(args, what) -> int:
     """``symbounds tighten --what tau``: the largest certified temperature of the softmax interpolation."""
+    from ..core.contexts import MIN_PREC
     from ..papers.alcalde import tighten as tt
+    from ..papers.alcalde.dataset import DatasetError, load_dataset
+    from .report import tau_text
 
     if what != ["tau"]:
         raise UsageError("--what tau cannot be combined with M, Mg or grid (another construction)")
@@ -467,10 +580,7 @@ def _tighten_tau(args, what) -> int:
     finally:
         bar.close()
     text = json.dumps(tt.tau_json(ds, res, opts, source), indent=2) if args.json else tau_text(ds, res, opts, source)
-    if args.out:
-        atomic_write(args.out, text + "\n")
-    if not args.out or args.json:
-        print(text)
+    _report(args, text)
     return 0 if res.tight else 3
 
 
@@ -481,6 +591,8 @@ INTERP_MAX_D = 256
 
 def _random_interp_dataset(text: str, seed: int):
     """The dataset of ``--random N,n,d,m`` (UsageError on a bad specification)."""
+    from ..papers.alcalde.dataset import random_dataset
+
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts):
         raise UsageError(f"--random {text[:40]!r}: expected four positive integers N,n,d,m")
@@ -492,6 +604,11 @@ def _random_interp_dataset(text: str, seed: int):
 
 
 def _interp(args) -> int:
+    from ..papers.alcalde.dataset import DatasetError, load_dataset
+    from ..papers.alcalde.run import InterpOptions
+    from ..papers.alcalde.run import run as interp_run
+    from .report import interp_json, interp_text
+
     if args.tau is not None and args.attention != "softmax":
         raise UsageError("--tau applies to --attention softmax only")
     tau = number(args.tau, "--tau") if args.tau is not None else Fraction(1, 64)
@@ -536,6 +653,18 @@ def _join_expressions(argv: list[str]) -> list[str]:
     return out
 
 
+def _prove(args) -> int:
+    from .catalogue_cli import run_prove
+
+    return run_prove(args)
+
+
+def _model_command(args) -> int:
+    from .usermodel import MODEL_COMMANDS
+
+    return MODEL_COMMANDS[args.command](args)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     try:
@@ -547,8 +676,9 @@ def main(argv=None) -> int:
         if args.command is None:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
-                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "prove": run_prove,
-                    "tikhonov": _tikhonov, **MODEL_COMMANDS}
+                    "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "prove": _prove,
+                    "tikhonov": _tikhonov, "bound": _model_command, "export": _model_command,
+                    "import": _model_command}
         return commands[args.command](args)
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)

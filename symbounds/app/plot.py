@@ -28,9 +28,9 @@ floats.  Plots are pictures, not proofs: the numbers they draw are read from the
 
 Command line::
 
-    symbounds plot --kind error|size --table TABLE.json --out FIG.png|FIG.pdf
+    symbounds plot --kind error|size --table TABLE.json --out FIG.png|FIG.svg|FIG.pdf
     symbounds plot --kind leakage [instance flags] [--M-values 500,1000,2000] [--context ball|fp]
-                   --out FIG.png|FIG.pdf
+                   --out FIG.png|FIG.svg|FIG.pdf
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from ..core.contexts import BallContext
 from ..core.modelfile import parse_number
 from ..papers import shi_liao as sl
 from ..papers.shi_liao.run import PouOptions, run
-from .args import Bar, UsageError, add_instance_args, instance, written
+from .args import FIGURE_FORMATS, Bar, UsageError, add_instance_args, instance, written
 
 __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
@@ -272,29 +272,39 @@ def leakage_rows(inst, M_values, context: str = "ball", points: int = 2, progres
 
 
 def plot_leakage(rows: list[dict]):
-    """The leakage quantities against ``M``, in panels that each keep their own scale.
+    """The leakage quantities against ``M`` on a linear ``M`` axis, in panels that each keep their
+    own scale.  The runs are drawn as markers only: nothing is known between two scales, and a
+    line between them would invent a shape.
 
-    ``fig.axes[0]``: ``log10 e^{-cM}`` (line 0: certified, from the Arb balls), and with float64
-    values in ``rows`` the float64 ``e^{-cM}`` (hollow markers; a cross on the bottom edge where
-    float64 returned 0.0) beside the line of float64's smallest normal number.
+    ``fig.axes[0]``: ``log10 e^{-cM}`` (line 0: certified, from the Arb balls, one marker per run),
+    the exact line ``log10 e^{-cM} = -cM / ln 10`` (``c`` depends on ``P`` only, so it is linear in
+    ``M``), and with float64 values in ``rows`` the float64 ``e^{-cM}`` (hollow markers; a cross
+    on the bottom edge where float64 returned 0.0) beside the line of float64's smallest normal
+    number.
     ``fig.axes[1]``: each claim's measured side relative to the scale, ``log10(q / e^{-cM})`` for
     ``q`` = L3, L6.1, L6.2 (lines 0, 1, 2, certified, in that order; L3 claims ``≤ 0``).
-    ``fig.axes[2]`` (float64 rows only): ``log10(float64 / certified)`` of the four quantities on a
-    symlog axis (0: float64 agrees), crosses on the row labelled ``returned 0.0`` where float64 returned 0.0;
-    concentric markers of decreasing size keep coinciding points visible.  Legends sit to the right
-    of the panels.
+    ``fig.axes[2]`` (float64 rows only): ``log10(float64 / certified)`` of the four quantities, the
+    orders of magnitude float64 is off, on a symlog axis whose ticks are the values themselves
+    (0: float64 agrees; 100: off by a factor ``10^100``); crosses on the row labelled
+    ``returned 0.0`` where float64 returned 0.0; concentric markers of decreasing size keep
+    coinciding points visible.  Legends sit to the right of the panels.
     """
     plt = _pyplot()
     has_fp = any("fp_" + q in r for r in rows for q in LEAKAGE)
     n = 3 if has_fp else 2
-    fig, axes = plt.subplots(n, 1, figsize=(8.5, 3.0 * n), sharex=True, layout="constrained")
+    fig, axes = plt.subplots(n, 1, figsize=(9.5, 3.2 * n), sharex=True, layout="constrained")
     Ms = [float(Fraction(r["M"])) for r in rows]
     colours = {q: f"C{i}" for i, q in enumerate(LEAKAGE)}
     nan = lambda v: math.nan if v is None else v
 
     ax = axes[0]
     ref = [r["log10_emcM"] for r in rows]
-    ax.plot(Ms, [nan(v) for v in ref], "o-", color=colours["emcM"], label="certified (Arb ball)")
+    ax.plot(Ms, [nan(v) for v in ref], "o", color=colours["emcM"], label="certified (Arb ball), one run each")
+    slopes = [v / m for v, m in zip(ref, Ms) if v is not None]  # log10 e^{-cM} / M = -c / ln 10
+    if slopes:
+        top = 1.05 * max(Ms)
+        ax.plot([0.0, top], [0.0, slopes[0] * top], "-", color=colours["emcM"], lw=0.8, alpha=0.6,
+                label=r"$-cM/\ln 10$ (exact: a line in $M$)")
     if has_fp:
         fp = [r.get("fp_log10_emcM") for r in rows]
         ax.plot(Ms, [nan(v) for v in fp], "o", ms=11, mfc="none", color="C4", label="float64")
@@ -306,17 +316,18 @@ def plot_leakage(rows: list[dict]):
             ax.plot(zero, [floor] * len(zero), "x", ms=9, mew=2, color="red", label="float64 returned 0.0")
         if lo < FP_NORMAL_LOG10:
             ax.axhline(FP_NORMAL_LOG10, color="grey", lw=0.8, ls=":")
-            ax.annotate(r"float64's smallest normal number $2^{-1022}$", (Ms[0], FP_NORMAL_LOG10),
-                        xytext=(0, 4), textcoords="offset points", fontsize=8, color="grey", va="bottom")
+            ax.annotate(r"float64's smallest normal number $2^{-1022}$", (0.0, FP_NORMAL_LOG10),
+                        xytext=(4, 4), textcoords="offset points", fontsize=8, color="grey", va="bottom")
     ax.set_ylabel(r"$\log_{10} e^{-cM}$")
-    ax.set_title("the attention scale's bound $e^{-cM}$")
+    ax.set_title("the attention scale's bound $e^{-cM}$; runs at $M$ = "
+                 + ", ".join(_M_text(r["M"]) for r in rows))
     _legend_outside(ax)
 
     ax = axes[1]
     for q in ("L3", "L6.1", "L6.2"):
         ys = [r["log10_" + q] - r["log10_emcM"] if r["log10_" + q] is not None and r["log10_emcM"] is not None
               else math.nan for r in rows]
-        ax.plot(Ms, ys, "o-", color=colours[q], label=LEAKAGE[q][1])
+        ax.plot(Ms, ys, "o", color=colours[q], label=LEAKAGE[q][1])
     ax.axhline(0.0, color="black", lw=0.8, ls="--", label=r"L3's bound: $q = e^{-cM}$")
     ax.set_ylabel(r"$\log_{10}\,(q \,/\, e^{-cM})$")
     ax.set_title("each claim's measured side $q$ relative to $e^{-cM}$ (certified)")
@@ -344,16 +355,22 @@ def plot_leakage(rows: list[dict]):
         top = 10 ** math.ceil(math.log10(hi) + 1e-9)
         ax.set_ylim(zero_row - 2, top * 2)
         ticks = [zero_row, 0.0] + [10.0 ** k for k in range(0, int(round(math.log10(top))) + 1)]
-        _ticks_at(ax.yaxis, ticks, ["returned 0.0", "0"] + [f"$10^{{{k}}}$" for k in range(len(ticks) - 2)])
+        _ticks_at(ax.yaxis, ticks, ["returned 0.0", "0"] + [f"{10 ** k}" for k in range(len(ticks) - 2)])
         ax.axhline(0.0, color="black", lw=0.8, ls="--")
         ax.set_ylabel(r"$\log_{10}$ (float64 / certified)")
-        ax.set_title("float64 against the certified value (0: they agree)")
+        ax.set_title("float64 against the certified value: orders of magnitude off (0: they agree)")
         _legend_outside(ax)
-    axes[-1].set_xscale("log")
-    _ticks_at(axes[-1].xaxis, Ms, [str(Fraction(r["M"])) if Fraction(r["M"]).denominator == 1
-                                   else f"{float(Fraction(r['M'])):g}" for r in rows])
-    axes[-1].set_xlabel("attention scale $M$")
+    axes[-1].set_xlim(0.0, 1.05 * max(Ms))
+    _power_axis(axes[-1].xaxis, Ms, "attention scale $M$")
     return fig
+
+
+def _M_text(M: str) -> str:
+    """An attention scale for a title: ``500``, ``10^5`` (mathtext) for a power of ten, else ``%g``."""
+    q = Fraction(M)
+    if q.denominator == 1 and q >= 10**4 and str(q.numerator).rstrip("0") == "1":
+        return f"$10^{{{len(str(q.numerator)) - 1}}}$"
+    return str(q) if q.denominator == 1 else f"{float(q):g}"
 
 
 #: panel titles of the stages figure
@@ -447,10 +464,10 @@ def plot_loglog(series: dict, xlabel: str, ylabel: str, title: str = "", styles:
 
 
 def save_figure(fig, path: str) -> None:
-    """Save as PNG or PDF (by extension) through a temporary file and a rename (atomic)."""
+    """Save as PNG, SVG or PDF (by extension) through a temporary file and a rename (atomic)."""
     ext = os.path.splitext(path)[1].lower()
-    if ext not in (".png", ".pdf"):
-        raise ValueError(f"{path}: use a .png or .pdf file name")
+    if ext not in FIGURE_FORMATS:
+        raise ValueError(f"{path}: use a .png, .svg or .pdf file name")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"{path}: folder {folder} does not exist")
@@ -479,14 +496,14 @@ def add_plot_arguments(parser) -> None:
     parser.add_argument("--map", default=None, metavar="R.json",
                         help="tighten: a symbounds tighten --map --json report (the (M_g, M) region)")
     add_instance_args(parser)
-    parser.add_argument("--out", required=True, metavar="FIG.png", help="write the figure (.png or .pdf)")
+    parser.add_argument("--out", required=True, metavar="FIG.png", help="write the figure (.png, .svg or .pdf)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def run_plot(args) -> int:
     """``symbounds plot``: draw and write the figure; returns 0 (bad input raises ValueError)."""
-    if not args.out.lower().endswith((".png", ".pdf")):
-        raise ValueError(f"{args.out}: use a .png or .pdf file name")
+    if not args.out.lower().endswith(FIGURE_FORMATS):
+        raise ValueError(f"{args.out}: use a .png, .svg or .pdf file name")
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")
@@ -548,10 +565,11 @@ def plot_tikhonov(results: list[dict], eps_results: list[dict] | None = None):
     ``eps ||theta*||^2`` itself (every minimiser of ``loss + eps||theta||^2`` lies below it; with
     Adam's coupled decay the penalty is ``eps/2``, so its minimisers lie below half of it)."""
     plt = _pyplot()
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     k = 0
     star = None
+    halves = False
     for res in results:
         star = res["theta_star_sq_decimal"]
         for r in res["runs"]:
@@ -559,19 +577,23 @@ def plot_tikhonov(results: list[dict], eps_results: list[dict] | None = None):
             k += 1
             ep = [p[0] for p in r["trace"]]
             ax.plot(ep, [p[1] for p in r["trace"]], "-", color=col, lw=1.2,
-                    label=f"eps={r['eps_float']:g} ({_tikhonov_label(res)})")
+                    label=rf"$\varepsilon = {_tex_float(r['eps_float'])}$ ({_tikhonov_label(res)})")
             ax.axhline(r["threshold_float"], color=col, ls="--", lw=0.9)
             if r.get("penalty_weight") != r["eps"] and r.get("penalty_threshold"):
                 ax.axhline(float(r["penalty_threshold"]), color=col, ls=":", lw=0.9)
+                halves = True
             if r["crossing_epoch"] is not None:
                 ax.plot([r["crossing_epoch"]], [r["threshold_float"]], "o", color=col, ms=5)
+    ax.plot([], [], "--", color="grey", lw=0.9, label=r"$\varepsilon\,\|\theta^*\|^2$ (certified threshold)")
+    if halves:
+        ax.plot([], [], ":", color="grey", lw=0.9, label=r"$\varepsilon\,\|\theta^*\|^2/2$ (coupled decay)")
+    ax.plot([], [], "o", color="grey", ms=5, label="first epoch below it")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("epoch")
-    ax.set_ylabel("training loss  (1/N) Σ_j d_H(T(X^j), y^j)²")
-    ax.set_title(f"(a) training loss; dashed: eps·‖θ*‖², dotted (coupled decay): eps·‖θ*‖²/2; "
-                 f"‖θ*‖² = {float(star):.4g}", fontsize=8)
-    ax.legend(fontsize=7)
+    ax.set_ylabel(r"training loss $(1/N)\,\sum_j d_H(T(X^j), Y^j)^2$")
+    ax.set_title(rf"(a) training loss; $\|\theta^*\|^2 = {float(star):.4g}$")
+    ax.legend(fontsize=8)
     results = results if eps_results is None else eps_results
     eps_all = sorted({r["eps_float"] for res in results for r in res["runs"]})
     for res in results:
@@ -584,15 +606,23 @@ def plot_tikhonov(results: list[dict], eps_results: list[dict] | None = None):
         bx.plot(eps_all, [r0["min_loss"] * e / r0["eps_float"] for e in eps_all], "--", color="grey",
                 label="slope 1")
         bx.plot(eps_all, [r0["threshold_float"] * e / r0["eps_float"] for e in eps_all], ":", color="red",
-                label="eps·‖θ*‖² (certified)")
+                label=r"$\varepsilon\,\|\theta^*\|^2$ (certified)")
     bx.set_xscale("log")
     bx.set_yscale("log")
-    bx.set_xlabel("eps")
+    bx.set_xlabel(r"$\varepsilon$")
     bx.set_ylabel("minimum training loss")
-    bx.set_title("(b) minimum loss against eps", fontsize=9)
-    bx.legend(fontsize=7)
-    fig.tight_layout()
+    bx.set_title(r"(b) minimum loss against $\varepsilon$")
+    bx.legend(fontsize=8)
     return fig
+
+
+def _tex_float(v: float) -> str:
+    """``1e-04`` as mathtext, ``10^{-4}``; other floats as ``%g``."""
+    m, _, e = f"{v:.3g}".partition("e")
+    if not e:
+        return m
+    power = f"10^{{{int(e)}}}"
+    return power if m == "1" else rf"{m} \times {power}"
 
 
 __all__ += ["plot_tikhonov"]

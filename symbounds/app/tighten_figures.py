@@ -198,6 +198,10 @@ _MARKERS = {("1", "1"): "o", ("1", "1/2"): "^", ("2", "1"): "s", ("2", "1/2"): "
 
 
 def _slack_axes(ax, rows: list[dict]) -> None:
+    """Slack against eps: colour = (constant, criterion), marker = instance (d, alpha).  The legend
+    names each colour and each marker once (two short legends, not one entry per series)."""
+    from matplotlib.lines import Line2D
+
     series: dict = {}
     for r in rows:
         for crit in ("proof", "domain"):
@@ -212,15 +216,15 @@ def _slack_axes(ax, rows: list[dict]) -> None:
         ys = [float(_num(r["paper"], "paper") / _num(r[crit + "_minimum"], "minimum")) for r in rs]
         all_eps.update(xs)
         colour, marker = _COLOURS[(c, crit)], _MARKERS.get((d, a), "o")
-        label = f"{CONSTANT_LABEL[c]}, {crit} (d={d}, α={a})"
+        label = f"{CONSTANT_LABEL[c]}, {crit} (d={d}, α={a})"  # the line's name; the legends are built below
         ax.plot(xs, ys, "-", color=colour, lw=1.2, label=label, marker=marker, ms=5)
         loose = [(x, y) for x, y, r in zip(xs, ys, rs) if not _tight(r, crit)]
         if loose:
             ax.plot([x for x, _ in loose], [y for _, y in loose], marker, ms=9, mfc="white", mec=colour,
-                    ls="none", label=None)
-    ax.axhline(1.0, color="grey", lw=0.8, ls="--", label="slack 1: the paper's value")
-    ax.plot([], [], "o", ms=9, mfc="white", mec="grey", ls="none",
-            label="open marker: not tight (floor reached or step below undecided)")
+                    ls="none")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.annotate("slack 1: the paper's value", (0.01, 1.0), xycoords=("axes fraction", "data"), xytext=(0, 3),
+                textcoords="offset points", fontsize=9, color="grey", va="bottom")
     ax.set_xscale("log")
     ax.set_yscale("log")
     xs = sorted(all_eps)
@@ -231,7 +235,19 @@ def _slack_axes(ax, rows: list[dict]) -> None:
     ax.set_ylabel("slack = paper value / certified minimum")
     ax.yaxis.set_major_formatter(_plain_formatter())
     ax.set_title("how much smaller each constant could be")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    kinds = sorted({(c, crit) for c, crit, _, _ in series}, key=list(_COLOURS).index)
+    shown = sorted({(d, a) for _, _, d, a in series})
+    colour_legend = ax.legend(
+        [Line2D([], [], color=_COLOURS[k], lw=2) for k in kinds],
+        [f"{CONSTANT_LABEL[c]}, {crit}" for c, crit in kinds],
+        title="constant, criterion", fontsize=9, title_fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0)
+    ax.add_artist(colour_legend)
+    ax.legend([Line2D([], [], color="grey", marker=_MARKERS.get(k, "o"), ls="none") for k in shown]
+              + [Line2D([], [], color="grey", marker="o", ms=9, mfc="white", ls="none")],
+              [f"d = {d}, α = {a}" for d, a in shown] + ["not tight (open marker)"],
+              title="instance", fontsize=9, title_fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 0.45),
+              borderaxespad=0.0)
 
 
 def _eps_label(x: float) -> str:
@@ -249,18 +265,18 @@ def _map_axes(ax, m: dict) -> None:
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], label=names[status], **style[status])
     pm, pM = (float(v) for v in m["paper"])
-    ax.plot([pm], [pM], "*", color="black", ms=14, label="paper's (M_g, M)")
+    ax.plot([pm], [pM], "*", color="black", ms=14, label=r"paper's $(M_g, M)$")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("partition scale $M_g$")
     ax.set_ylabel("attention scale $M$")
     inst = m.get("instance") or {}
     where = f" (d={inst.get('d')}, ε={inst.get('eps')})" if inst else ""
-    ax.set_title("domain criterion on the (M_g, M) grid" + where)
+    ax.set_title(r"domain criterion on the $(M_g, M)$ grid" + where)
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(_plain_formatter())
         axis.set_minor_formatter(_plain_formatter(minor=True))
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
 
 
 def _plain_formatter(minor: bool = False):
@@ -284,14 +300,13 @@ def plot_tighten(table: dict | None, grid_map: dict | None = None):
         raise ValueError("--kind tighten needs --table T.json and/or --map R.json")
     plt = _pyplot()
     panels = [p for p in (table, grid_map) if p is not None]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.4 * len(panels), 5.6), squeeze=False, layout="constrained")
     i = 0
     if table is not None:
         _slack_axes(axes[0][i], table["rows"])
         i += 1
     if grid_map is not None:
         _map_axes(axes[0][i], grid_map)
-    fig.tight_layout()
     return fig
 
 

@@ -25,7 +25,7 @@ import time
 from fractions import Fraction
 
 from ..core.exact import NumberError, decimal, parse_number
-from .args import Bar, UsageError, check_out_folders
+from .args import FIGURE_FORMATS, Bar, UsageError, check_out_folders, written
 
 __all__ = ["add_tikhonov_arguments", "run_tikhonov", "tikhonov_result", "tikhonov_json", "tikhonov_text"]
 
@@ -51,7 +51,7 @@ def add_tikhonov_arguments(p) -> None:
     p.add_argument("--no-construction", action="store_true",
                    help="skip symbounds' own exact interpolant for the same dataset")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", default=None, metavar="FILE.png|FILE.pdf",
+    p.add_argument("--plot", default=None, metavar="FILE.png|FILE.svg|FILE.pdf",
                    help="draw the loss against epochs (threshold lines) and the minimum loss against eps")
     p.add_argument("--quiet", action="store_true", help="no progress")
 
@@ -95,8 +95,8 @@ def _validate(args) -> tuple:
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: must be non-negative")
     check_out_folders(args.plot)
-    if args.plot is not None and os.path.splitext(args.plot)[1].lower() not in (".png", ".pdf"):
-        raise UsageError(f"--plot {args.plot}: use a .png or .pdf file name")
+    if args.plot is not None and os.path.splitext(args.plot)[1].lower() not in FIGURE_FORMATS:
+        raise UsageError(f"--plot {args.plot}: use a .png, .svg or .pdf file name")
     return eps, epochs, tuple(size)
 
 
@@ -210,5 +210,6 @@ def run_tikhonov(args) -> int:
         from .plot import plot_tikhonov, save_figure
 
         save_figure(plot_tikhonov([res]), args.plot)
+        written(args.plot)
     print(tikhonov_json(res) if args.json else tikhonov_text(res))
     return check.verdict.exit_code

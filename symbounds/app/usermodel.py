@@ -6,6 +6,7 @@ Exit codes as for every command: 0 proved (or done), 1 refuted, 2 bad input, 3 u
 from __future__ import annotations
 
 import json
+import sys
 
 from ..core.bound import BoundError, BoundUndecided, bound, certify
 from ..core.boxes import CertifyOptions
@@ -14,16 +15,23 @@ from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_down, decimal_up
 from ..core.expr import ExprError
 from ..core.modelfile import ModelFileError, load_model
-from .args import Bar, UsageError, check_out_folders, number
+from .args import Bar, UsageError, check_out_folders, number, written
 
-__all__ = ["MODEL_COMMANDS", "add_model_commands", "add_model_certify_arguments", "run_model_certify",
+__all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments", "add_model_certify_arguments", "run_model_certify",
            "parse_box"]
 
 MAX_PREC = 1 << 16
 
 
-def add_model_commands(sub) -> None:
-    b = sub.add_parser("bound", help="a certified enclosure of a model file's output over an input box")
+def add_bound_arguments(b) -> None:
+    """The flags of ``symbounds bound`` (its parser is made by the command line)."""
+    b.description = ("A certified enclosure of a model file's output over an input box: the box is cut (--split, "
+                     "--width), the network evaluated on each sub-box with first-order Taylor models (interval "
+                     "balls where they fail), and the union printed with its lower end rounded down and its "
+                     "upper end rounded up.  Exit 0, 2 bad input, 3 undecided.")
+    b.epilog = ("examples:\n"
+                "  symbounds bound net.json --box 0:1 --split 6\n"
+                "  symbounds bound net.json --box=-1:1,0:1/2 --width 1/16 --json")
     b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1)")
     b.add_argument("--box", required=True, metavar="LO:HI[,LO:HI...]",
                    help="one interval per input; token-set models: D*n intervals, token by token "
@@ -35,10 +43,23 @@ def add_model_commands(sub) -> None:
     g.add_argument("--width", default=None, metavar="W", help="bisect until every side is at most W")
     b.add_argument("--prec", type=int, default=128, help="precision in bits (default 128)")
     b.add_argument("--json", action="store_true", help="print one JSON object")
-    e = sub.add_parser("export", help="write a model file as an ONNX graph (float64; extra: onnx)")
+
+
+def add_export_arguments(e) -> None:
+    """The flags of ``symbounds export``."""
+    e.description = ("Write a model file (symbounds-transformer/1) as a float64 ONNX graph that onnxruntime runs "
+                     "(tokens as rows, X = Z^T).  Needs the extra symbounds[onnx].")
+    e.epilog = "example:\n  symbounds pou --export net.json && symbounds export net.json --onnx net.onnx"
     e.add_argument("model", metavar="MODEL.json")
     e.add_argument("--onnx", required=True, metavar="OUT.onnx", help="the ONNX file to write")
-    i = sub.add_parser("import", help="read an ONNX graph into a model file, weights as exact binary rationals")
+
+
+def add_import_arguments(i) -> None:
+    """The flags of ``symbounds import``."""
+    i.description = ("Read an ONNX graph into a model file, every float weight taken as its exact binary "
+                     "rational (the operations supported are listed in the README, 'Your own network'); an "
+                     "unsupported node is refused with one line naming it (exit 2).  Needs symbounds[onnx].")
+    i.epilog = "example:\n  symbounds import net.onnx --out net.json && symbounds bound net.json --box 0:1"
     i.add_argument("onnx", metavar="IN.onnx")
     i.add_argument("--out", required=True, metavar="MODEL.json", help="the model file to write")
 
@@ -92,7 +113,7 @@ def _bound(args) -> int:
     except BoundError as e:
         raise UsageError(str(e)) from None
     except BoundUndecided as e:
-        print(f"symbounds: undecided: {e}")
+        print(f"symbounds: undecided: {e}", file=sys.stderr)  # stdout stays empty (no JSON to parse)
         return 3
     scalar = not isinstance(res.lower, tuple)
     los = [res.lower] if scalar else list(res.lower)
@@ -102,7 +123,7 @@ def _bound(args) -> int:
                "upper": decimal_up(his[0], 30) if scalar else [decimal_up(v, 30) for v in his],
                "lower_exact": str(los[0]) if scalar else [str(v) for v in los],
                "upper_exact": str(his[0]) if scalar else [str(v) for v in his],
-               "boxes": res.boxes, "seconds": f"{res.seconds:.3f}", "method": res.method}
+               "boxes": res.boxes, "seconds": round(res.seconds, 3), "method": res.method}
         if res.shape is not None:
             out["shape"] = list(res.shape)
         print(json.dumps(out, indent=2))
@@ -159,6 +180,7 @@ def run_model_certify(args) -> int:
     del model
     if args.out:
         write_certificate(args.out, cert)
+        written(args.out)
     if args.json:
         print(json.dumps({k: cert[k] for k in ("verdict", "d", "eps", "target", "max_bound", "counterexample",
                                                "seconds", "boxes_evaluated")}
@@ -185,10 +207,11 @@ def _certify_spec(args, prec: int) -> int:
         spec = load_vnnlib(args.spec)
         res = verify(model, spec, prec=prec, max_boxes=args.max_boxes)
     except (SpecError, BoundError) as e:
-        raise UsageError(f"{args.spec}: {e}") from None
+        message = str(e)  # an unreadable file's error already starts with its path
+        raise UsageError(message if message.startswith(f"{args.spec}: ") else f"{args.spec}: {message}") from None
     if args.json:
         print(json.dumps({"verdict": res.verdict, "counterexample": res.counterexample, "boxes": res.boxes,
-                          "undecided_boxes": len(res.undecided), "seconds": f"{res.seconds:.3f}",
+                          "undecided_boxes": len(res.undecided), "seconds": round(res.seconds, 3),
                           "method": sorted(res.methods)}, indent=2))
     else:
         print(f"symbounds certify: {args.model} against {args.spec} ({len(spec.unsafe)} unsafe alternative(s))")
@@ -211,7 +234,7 @@ def _export(args) -> int:
         export_onnx(model, args.onnx)
     except OnnxError as e:
         raise UsageError(str(e)) from None
-    print(f"written: {args.onnx}")
+    written(args.onnx)
     return 0
 
 
@@ -225,7 +248,8 @@ def _import(args) -> int:
     except OnnxError as e:
         raise UsageError(str(e)) from None
     export_model(model, args.out)
-    print(f"written: {args.out} ({len(model.layers)} layers, {model.input} input)")
+    written(args.out)
+    print(f"symbounds import: {args.onnx}: {len(model.layers)} layers, {model.input} input")
     return 0
 
 

@@ -66,6 +66,34 @@ class BoundResult:
     method: str  # "taylor", "ball" or "taylor+ball" (some sub-boxes needed interval balls)
     shape: tuple | None = None  # (D, n) of the output matrix, None for a readout
 
+    def _pairs(self) -> list:
+        if isinstance(self.lower, tuple):
+            return list(zip(self.lower, self.upper))
+        return [(self.lower, self.upper)]
+
+    def __repr__(self) -> str:
+        """The enclosure as outward-rounded 12-digit decimals (the exact ends are ``lower`` and
+        ``upper``); an output matrix shows its first entries and its shape."""
+        from .display import enclosure_text, short
+
+        pairs = self._pairs()
+        ends = ", ".join(enclosure_text(a, b) for a, b in pairs[:3]) + (", ..." if len(pairs) > 3 else "")
+        what = "T(x) in " + ends if self.shape is None else f"Z ({self.shape[0]}x{self.shape[1]}) in {ends}"
+        return short(f"BoundResult({what}; {self.boxes} boxes, {self.method}, {self.seconds:.2f} s)")
+
+    def _repr_latex_(self) -> str:
+        """``T(x) \\in [lower, upper]`` (one row per entry of an output matrix), outward-rounded."""
+        from .display import enclosure_text
+
+        pairs = self._pairs()
+        if self.shape is None:
+            rows = [rf"T(x) \in {enclosure_text(*pairs[0])}"]
+        else:
+            D = self.shape[0]
+            rows = [rf"Z_{{{k % D},{k // D}}} \in {enclosure_text(a, b)}" for k, (a, b) in enumerate(pairs)]
+        note = rf"\text{{{self.boxes} sub-boxes, {self.method}}}"
+        return r"$$\begin{aligned}" + r" \\ ".join(rows + [note]) + r"\end{aligned}$$"
+
 
 def input_dimension(model: Transformer) -> int:
     """How many real inputs the model takes (``d``, or ``D n`` for a token-set model)."""

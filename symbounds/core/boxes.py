@@ -109,6 +109,36 @@ class CertifyResult:
     evaluated: int
     extra: dict = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """The verdict, the box counts and the largest certified bound (rounded up), in one line."""
+        from .display import short
+        from .exact import decimal_up
+
+        mb = "-" if self.max_bound is None else decimal_up(self.max_bound, 8)
+        ce = "" if not self.counterexample else f", counterexample at x = ({', '.join(self.counterexample['x'])})"
+        return short(f"CertifyResult({self.verdict}: {len(self.boxes)} boxes proved, {len(self.undecided)} "
+                     f"undecided, {self.evaluated} evaluated, sup |T - g| <= {mb}{ce}, {self.seconds:.1f} s)")
+
+    def _repr_latex_(self) -> str:
+        from .display import tex_text
+        from .exact import decimal_up
+
+        mb = r"\text{-}" if self.max_bound is None else decimal_up(self.max_bound, 8)
+        return (rf"$$\sup_{{x}} |T(x) - g(x)| \le {mb} \quad \text{{{tex_text(self.verdict)}: "
+                rf"{len(self.boxes)} boxes proved, {len(self.undecided)} undecided}}$$")
+
+    def _repr_html_(self) -> str:
+        from .display import html_table
+        from .exact import decimal_up
+
+        rows = [["verdict", f"<b>{self.verdict}</b>"], ["boxes proved", str(len(self.boxes))],
+                ["undecided boxes", str(len(self.undecided))], ["boxes evaluated", str(self.evaluated)],
+                ["largest certified bound", "-" if self.max_bound is None else decimal_up(self.max_bound, 8)],
+                ["time", f"{self.seconds:.1f} s"]]
+        if self.counterexample:
+            rows.append(["counterexample x", ", ".join(self.counterexample["x"])])
+        return html_table(["", ""], rows, "whole-domain certificate")
+
 
 # ------------------------------------------------------------------------------------------
 # evaluating one box

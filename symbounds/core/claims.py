@@ -109,6 +109,11 @@ class Claim:
     def _repr_latex_(self) -> str:  # notebooks
         return f"${self.tex}$"
 
+    def __repr__(self) -> str:
+        from .display import short
+
+        return short(f"Claim({self.id}: {self.statement!r}, {self.relation}, {self.scope})")
+
 
 @functools.lru_cache(maxsize=None)
 def _claims_file(path: str) -> dict[str, Claim]:
@@ -210,6 +215,26 @@ class ClaimResult:
         self.scope = Scope(self.scope)
         if self.relation is not None:
             self.relation = Relation(self.relation)
+
+    def __repr__(self) -> str:
+        """``ClaimResult(L3 proved by ball, 128 bits: lhs [...] le rhs [...])``, sides cut short."""
+        from .display import short
+
+        rel = {"le": "<=", "lt": "<"}.get(str(self.relation), "")
+        sides = f": {short(self.lhs, 60)} {rel} {short(self.rhs, 60)}".rstrip() if self.lhs else ""
+        who = f"{self.context}, {self.prec} bits" if self.prec else self.context
+        return short(f"ClaimResult({self.id} {self.verdict} by {who}{sides})")
+
+    def _repr_latex_(self) -> str:
+        """The claim in the paper's notation beside its verdict (notebooks)."""
+        from .display import claims_latex
+
+        return claims_latex([self])
+
+    def _repr_html_(self) -> str:
+        from .display import claims_html
+
+        return claims_html([self])
 
     def as_json(self) -> dict:
         out = {

@@ -47,7 +47,7 @@ import sympy as sp
 
 from .contexts import nonnegative_by_construction, positive_by_construction
 
-__all__ = ["ExprError", "variables", "parse_target", "target_function"]
+__all__ = ["ExprError", "variables", "parse_target", "target_function", "input_names"]
 
 MAX_LEN, MAX_DEPTH, MAX_HEIGHT = 1000, 100, 100  # characters, parser nesting, SymPy tree height
 MAX_DIGITS, MAX_EXP, MAX_BITS = 1000, 1000, 4000  # literal digits, |exponent|, bits per number
@@ -332,7 +332,7 @@ class _Parser:
             return sp.pi, sp.pi
         sym = sp.Symbol(value, real=True)
         if not _is_input(sym, self.d):
-            raise ExprError(f"unknown variable '{value[:20]}' (expected x1..x{self.d})")
+            raise ExprError(f"unknown variable '{value[:20]}' (expected {input_names(self.d)})")
         return sym, sym
 
     def call(self, name: str):
@@ -450,6 +450,11 @@ def parse_target(text: str, d: int) -> sp.Expr:
         raise ExprError(f"cannot build expression: {type(exc).__name__}: {exc}"[:200]) from None
 
 
+def input_names(d: int) -> str:
+    """The input variables as a message names them: ``x1`` for d = 1, ``x1..x3`` for d = 3."""
+    return "x1" if d == 1 else f"x1..x{d}"
+
+
 def target_function(expr: sp.Expr, d: int) -> sp.Expr:
     """Return `expr` unchanged after checking it only involves x1..xd."""
     _check_dim(d)
@@ -457,5 +462,5 @@ def target_function(expr: sp.Expr, d: int) -> sp.Expr:
         raise ExprError(f"not a SymPy expression: {type(expr).__name__}")
     extra = {s for s in expr.free_symbols if not _is_input(s, d)}
     if extra:
-        raise ExprError(f"unknown symbols {sorted(map(str, extra))} (expected x1..x{d})")
+        raise ExprError(f"unknown symbols {sorted(map(str, extra))} (expected {input_names(d)})")
     return expr

@@ -100,6 +100,9 @@ class Head:
     W_V: Matrix
     W_O: Matrix
 
+    def __repr__(self) -> str:  # the shapes, not the weights (a repr of every weight runs to pages)
+        return "Head(" + ", ".join(f"{k} {_shape(getattr(self, k))}" for k in ("W_Q", "W_K", "W_V", "W_O")) + ")"
+
 
 @dataclass(frozen=True)
 class Attention:
@@ -114,6 +117,10 @@ class Attention:
         if self.kind not in ("softmax", "hardmax"):
             raise ValueError(f"unknown attention kind {self.kind!r}")
 
+    def __repr__(self) -> str:
+        tau = "" if self.tau is None else f", tau={_number_text(self.tau)}"
+        return f"Attention({self.kind}, {len(self.heads)} heads, skip={_number_text(self.skip)}{tau})"
+
 
 @dataclass(frozen=True)
 class FeedForward:
@@ -125,6 +132,9 @@ class FeedForward:
     b2: tuple
     skip: object = 0
 
+    def __repr__(self) -> str:
+        return f"FeedForward(width {len(self.W1)}, W1 {_shape(self.W1)}, skip={_number_text(self.skip)})"
+
 
 @dataclass(frozen=True)
 class Embedding:
@@ -133,6 +143,9 @@ class Embedding:
     base: Matrix  # D x n
     E: Matrix  # D x d
     column: int = 0
+
+    def __repr__(self) -> str:
+        return f"Embedding(base {_shape(self.base)}, E {_shape(self.E)}, column={self.column})"
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,27 @@ class Transformer:
     _analysis: tuple | None = field(default=None, init=False, repr=False, compare=False)
     #: exact sharing structures of input-independent softmax heads, per layer (shared_softmax.py)
     _shared: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """What the network is, in one line: input, width, the layers by kind, the readout."""
+        from .display import short
+
+        d = f", d={len(self.embedding.E[0])}" if self.embedding is not None else ""
+        n = f", n={len(self.embedding.base[0])} tokens" if self.embedding is not None else ""
+        readout = "" if self.readout is None else f", readout=({self.readout.row}, {self.readout.column})"
+        return short(f"Transformer(input={self.input}{d}{n}, D={self.width}, {len(self.layers)} layers: "
+                     f"{'; '.join(_layer_text(layer) for layer in self.layers)}{readout})")
+
+    def _repr_html_(self) -> str:
+        """A table of the layers (notebooks)."""
+        from .display import html_table
+
+        dense, nonzero = self.count_parameters()
+        rows = [[str(i), _layer_text(layer)] for i, layer in enumerate(self.layers)]
+        caption = (f"{self.input}-input Transformer, width D = {self.width}, {len(self.layers)} layers, "
+                   f"{dense} parameters ({nonzero} nonzero)"
+                   + ("" if self.readout is None else f", readout Z[{self.readout.row}, {self.readout.column}]"))
+        return html_table(["layer", "kind"], rows, caption)
 
     def __post_init__(self):
         self.layers = tuple(self.layers)
@@ -252,6 +286,24 @@ class Transformer:
         if self._analysis is None:
             self._analysis = _analyse(self)
         return self._analysis
+
+
+def _shape(m) -> str:
+    """``"3x5"`` of a matrix given as rows."""
+    return f"{len(m)}x{len(m[0]) if len(m) else 0}"
+
+
+def _number_text(v) -> str:
+    """A weight for a repr: an exact rational as it is, a symbolic one by its short form."""
+    text = str(v)
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def _layer_text(layer) -> str:
+    if isinstance(layer, Attention):
+        tau = "" if layer.tau is None else f", tau {_number_text(layer.tau)}"
+        return f"attention {layer.kind} x{len(layer.heads)}{tau}"
+    return f"ffn {len(layer.W1)}"
 
 
 def _flatten(arr):

@@ -6,9 +6,7 @@ texlive and poppler-utils.  They skip only when CI is unset AND pdflatex/pdftote
 """
 
 import argparse
-import os
 import re
-import shutil
 import subprocess
 
 import mpmath
@@ -17,9 +15,7 @@ import pytest
 from symbounds.app import latex as lx
 from symbounds.papers import shi_liao as sl
 
-HAVE_TEX = shutil.which("pdflatex") is not None and shutil.which("pdftotext") is not None
-needs_tex = pytest.mark.skipif(not os.environ.get("CI") and not HAVE_TEX,
-                               reason="pdflatex/pdftotext not installed (and CI is not set)")
+from latex_helpers import HAVE_TEX, compile_tex, needs_tex  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +31,7 @@ def _args(*argv):
     return p.parse_args(list(argv))
 
 
-def _compile(tmp_path, name, text):
-    tex = tmp_path / f"{name}.tex"
-    tex.write_text(text)
-    r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout[-3000:]
-    out = subprocess.run(["pdftotext", "-layout", f"{name}.pdf", "-"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=60)
-    assert out.returncode == 0
-    return out.stdout
+_compile = compile_tex
 
 
 # --- formulas and numbers, independently ------------------------------------------------------

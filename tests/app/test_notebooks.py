@@ -67,3 +67,8 @@ def test_notebook_executes_in_a_kernel(path, tmp_path, monkeypatch):
     assert all(c.get("execution_count") for c in code)  # every cell ran
     for name in FIGURES.get(path.name, ()):
         assert (tmp_path / "figures" / name).is_file(), name
+    if path.name == "pou_constants.py":  # formulas as math, claims as a table, not print(str(expr))
+        data = [o.get("data", {}) for c in code for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
+        latex = [d["text/latex"] for d in data if "text/latex" in d]
+        assert any(r"\log" in t and "M_g" in t for t in latex), latex[:2]  # M_g's formula, SymPy's printer
+        assert any("<table>" in d.get("text/html", "") and "proved" in d["text/html"] for d in data)

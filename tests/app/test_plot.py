@@ -3,6 +3,7 @@
 import argparse
 import json
 import math
+import re
 import struct
 from fractions import Fraction
 
@@ -78,11 +79,15 @@ def test_cli_function_writes_png_and_pdf(table, tmp_path):
     pdf = tmp_path / "size.pdf"
     assert pl.run_plot(_args("--kind", "size", "--table", json_path, "--out", str(pdf))) == 0
     assert pdf.read_bytes()[:5] == b"%PDF-"
+    svg = tmp_path / "size.svg"
+    assert pl.run_plot(_args("--kind", "size", "--table", json_path, "--out", str(svg))) == 0
+    text = svg.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text and text.rstrip().endswith("</svg>")
 
 
 def test_bad_input(tmp_path, table):
     _, json_path = table
-    with pytest.raises(ValueError, match="png or .pdf"):
+    with pytest.raises(ValueError, match=r"\.png, \.svg or \.pdf"):
         pl.run_plot(_args("--kind", "error", "--table", json_path, "--out", str(tmp_path / "a.jpg")))
     with pytest.raises(ValueError, match="needs --table"):
         pl.run_plot(_args("--kind", "size", "--out", str(tmp_path / "a.png")))
@@ -117,6 +122,12 @@ def test_leakage_rows_and_plot(tmp_path):
     ax = fig.axes[0]
     assert list(ax.lines[0].get_xdata()) == [500.0, 100000.0]
     assert list(ax.lines[0].get_ydata()) == [r["log10_emcM"] for r in rows]
+    # a true linear M axis: the runs are markers only, and the exact line -cM/ln 10 is drawn
+    # through the origin with the slope computed independently here
+    assert ax.get_xscale() == "linear" and ax.lines[0].get_linestyle() == "None"
+    exact = ax.lines[1]
+    (x0, x1), (y0, y1) = exact.get_xdata(), exact.get_ydata()
+    assert x0 == 0 and y0 == 0 and (y1 - y0) / (x1 - x0) == pytest.approx(float(-c / mpmath.log(10)), rel=1e-12)
     # the claims' sides are drawn relative to e^{-cM} in the second panel (L3, L6.1, L6.2 in order)
     rel = fig.axes[1]
     for line, q in zip(rel.lines, ("L3", "L6.1", "L6.2")):
@@ -224,8 +235,13 @@ def test_leakage_legends_do_not_hide_the_annotation_or_the_data(leakage_rows_fp)
     # decades (L3 <= e^{-cM}; L6 within P-fold), not squeezed onto a -600...0 axis
     lo, hi = fig.axes[1].get_ylim()
     assert hi - lo < 20
-    # and the M ticks are the run's scales
-    assert _tick_texts(fig, "x", len(fig.axes) - 1) == ["500", "1743", "10000", "100000"]
+    # a linear M axis (log e^{-cM} is linear in M), its scale in the label; the runs' M in the title
+    assert all(a.get_xscale() == "linear" for a in fig.axes)
+    assert "10^{5}" in fig.axes[-1].get_xlabel()
+    assert "500, 1743, $10^{4}$, $10^{5}$" in fig.axes[0].get_title()
+    # the float64 panel's ticks are values of log10(float64 / certified), not powers (a log of a log)
+    labels = _tick_texts(fig, "y", 2)
+    assert "0" in labels and "100" in labels and not any("10^" in t for t in labels)
 
 
 def test_leakage_float64_panel_shows_the_disagreement(leakage_rows_fp):
@@ -264,3 +280,32 @@ def test_stages_figure_is_labelled():
     texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert any("target" in t and "Y^j" in t for t in texts)
     assert sum("tokens of" in t for t in texts) == res.construction.dataset.N
+
+
+def _tikhonov_result(decay, warm):
+    runs = []
+    for eps, loss in (("1/10", 3.0), ("1/100", 0.4)):
+        e = float(Fraction(eps))
+        runs.append({"eps": eps, "eps_float": e, "penalty_weight": str(Fraction(eps) / 2) if decay == "coupled" else eps,
+                     "threshold_float": 16 * e, "penalty_threshold": str(8 * e), "crossing_epoch": None,
+                     "min_loss": loss, "trace": [[k, loss * (1 + 10 / k)] for k in range(1, 50)]})
+    return {"theta_star_sq_decimal": "16", "decay": decay, "warm_start": warm, "slope": 0.87, "runs": runs}
+
+
+def test_tikhonov_figure_labels_are_mathtext_and_readable():
+    """Labels go through matplotlib's mathtext ($...$), never raw pseudo-TeX (Σ, ‖, ^2 in plain
+    text), and the titles are at the default size or larger."""
+    import matplotlib
+
+    fig = pl.plot_tikhonov([_tikhonov_result("coupled", True), _tikhonov_result("decoupled", False)])
+    fig.canvas.draw()
+    default = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["axes.titlesize"]).get_size_in_points()
+    for ax in fig.axes:
+        texts = [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
+        texts += [t.get_text() for t in ax.get_legend().get_texts()]
+        for t in texts:
+            outside = re.sub(r"\$[^$]*\$", "", t)
+            assert not any(ch in outside for ch in "Σ‖θ²^_\\"), t
+        assert ax.title.get_fontsize() >= default
+        assert min(t.get_fontsize() for t in ax.get_legend().get_texts()) >= 8
+    assert r"\sum_j" in fig.axes[0].get_ylabel() and "$" in fig.axes[0].get_ylabel()

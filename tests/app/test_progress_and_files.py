@@ -3,6 +3,7 @@ progress off a terminal (a short line every few seconds, nothing under --quiet),
 worker processes, --digits and aligned text tables."""
 
 import io
+import json
 import os
 import re
 import signal
@@ -66,6 +67,43 @@ def test_every_written_file_is_named_on_stderr(tmp_path, capsys):
         assert _written(err) == [str(f) for f in files], (argv[0], err)
         assert all(f.is_file() and f.stat().st_size > 0 for f in files)
         assert "written:" not in out  # stdout keeps only the report (JSON stays parseable)
+
+
+def test_model_commands_name_their_files_on_stderr(tmp_path, capsys):
+    """export, import and certify --model --out: ``written: PATH`` on stderr, never on stdout."""
+    t = tmp_path
+    model = str(Path(__file__).resolve().parents[1] / "data" / "residual_model.json")
+    runs = [
+        (["pou", *SMALL, "--quiet", "--points", "2", "--export", str(t / "m.json")], [t / "m.json"]),
+        (["export", str(t / "m.json"), "--onnx", str(t / "m.onnx")], [t / "m.onnx"]),
+        (["import", str(t / "m.onnx"), "--out", str(t / "back.json")], [t / "back.json"]),
+        (["certify", "--model", str(t / "m.json"), "--target", "sin(x1)/4", "--eps", "1/2", "--quiet",
+          "--out", str(t / "c.json")], [t / "c.json"]),
+        (["certify", "--model", model, "--spec", str(Path(model).parent / "holds.vnnlib")], []),
+    ]
+    for argv, files in runs:
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 0, (argv[0], err)
+        assert _written(err) == [str(f) for f in files], (argv[0], err)
+        assert all(f.is_file() and f.stat().st_size > 0 for f in files)
+        assert "written:" not in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["pou", *SMALL, "--quiet", "--points", "2", "--json"],
+    ["interp", "--random", "3,6,2,2", "--quiet", "--json"],
+    ["tighten", "--eps", "1/2", "--what", "M", "--criterion", "proof", "--quiet", "--json"],
+])
+def test_out_takes_the_report_off_stdout(tmp_path, capsys, argv):
+    """One convention for every report: ``--out FILE`` writes it to FILE instead of stdout (with
+    --json as without), and stderr names the file; without --out the same report is on stdout."""
+    code, printed, _ = run_cli(capsys, *argv)
+    assert code == 0
+    report = tmp_path / "report.json"
+    code, out, err = run_cli(capsys, *argv, "--out", str(report))
+    assert code == 0 and out == "" and _written(err) == [str(report)]
+    keep = lambda doc: {k: v for k, v in doc.items() if k not in ("timings", "seconds", "results")}  # noqa: E731
+    assert keep(json.loads(report.read_text())) == keep(json.loads(printed))
 
 
 def test_nothing_written_means_no_written_line(capsys):

@@ -6,13 +6,20 @@ full-size commands run under `-m slow`."""
 import json
 import re
 import shlex
+import shutil
+import subprocess
+import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from flint import fmpq
 
+from symbounds import BallContext, forward, load_model
 from symbounds.app.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 
 #: README command -> the stand-in the default suite runs (same flags, a smaller instance).
 STAND_INS = {
@@ -29,8 +36,11 @@ STAND_INS = {
         "symbounds sweep --eps 1/2,1/4 --holder 1 --bound 1 --target \"sin(x1)/2\" --out table.csv",
     "symbounds plot --kind leakage --M-values 500,1743,10000,100000 --context fp --out leakage.png":
         "symbounds plot --kind leakage --eps 1/2 --M-values 500,100000 --context fp --out leakage.png",
+    "symbounds tighten --eps 1/2": "symbounds tighten --eps 1/2 --what M",
     "symbounds tikhonov --eps 1e-4 --epochs 50000 --plot fig1a.png":
         "symbounds tikhonov --eps 1e-4 --epochs 30 --size 3,10,4 --plot fig1a.png",
+    "symbounds tikhonov --eps 1e-4 --epochs 2000 --size 3,10,4 --plot quick.png":
+        "symbounds tikhonov --eps 1e-4 --epochs 30 --size 3,10,4 --plot quick.png",
     "symbounds tikhonov --warm-start --epochs 5000,10000,50000 --plot fig1b.png":
         "symbounds tikhonov --warm-start --epochs 10,20,30 --size 3,10,4 --plot fig1b.png",
 }
@@ -60,6 +70,8 @@ def readme_commands() -> list[str]:
 def _run(cmd: str, tmp_path, monkeypatch) -> int:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "dataset.json").write_text(json.dumps(DATASET))
+    (tmp_path / "docs").mkdir(exist_ok=True)  # the shipped example dataset, at the path the README names
+    shutil.copy(ROOT / "docs" / "dataset.json", tmp_path / "docs" / "dataset.json")
     vnnlib = re.search(r"<!-- readme-snippet: own-network-vnnlib -->\s*```lisp\n(.*?)```", README.read_text(), re.S)
     (tmp_path / "prop.vnnlib").write_text(vnnlib.group(1))
     argv = shlex.split(cmd)[1:]
@@ -81,6 +93,33 @@ def test_readme_commands_run_in_order(tmp_path, monkeypatch, capsys):
         code = _run(STAND_INS.get(cmd, cmd), tmp_path, monkeypatch)
         err = capsys.readouterr().err
         assert code == EXPECTED.get(cmd, 0), f"{cmd}: exit {code}: {err[-300:]}"
+    _readme_snippets_read_what_the_commands_wrote(tmp_path)
+
+
+def _snippet(name: str) -> str:
+    m = re.search(rf"<!-- readme-snippet: {name} -->\s*```python\n(.*?)```", README.read_text(), re.S)
+    assert m, name
+    return m.group(1)
+
+
+def _readme_snippets_read_what_the_commands_wrote(folder: Path) -> None:
+    """The mpmath snippet runs on the file the README's pou command exported, and the fractions
+    snippet on the model the README's interp command exported from the shipped dataset, which it
+    maps onto its targets exactly."""
+    r = subprocess.run([sys.executable, "-c", _snippet("mpmath-reevaluation")], cwd=folder, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-300:]
+    ctx = BallContext(128)  # T(0.3) of the exported network, again in Arb balls from the exact file
+    T = forward(ctx, load_model(str(folder / "pou.json")), (Fraction(3, 10),))
+    with ctx.scope():
+        assert abs(T - ctx.convert(Fraction(r.stdout.strip()))) < fmpq(1, 10**20)
+    namespace = {}
+    exec(compile(_snippet("fractions-rerun"), "README.md", "exec"), namespace)  # our own README
+    data = json.loads((ROOT / "docs" / "dataset.json").read_text())
+    for seq in data["sequences"]:
+        tokens = [[Fraction(v) for v in t] for t in seq["input"]]
+        assert namespace["rerun"](str(folder / "interp.json"), tokens) == {tuple(Fraction(v) for v in t)
+                                                                             for t in seq["target"]}
 
 
 @pytest.mark.slow

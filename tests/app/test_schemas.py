@@ -2,6 +2,7 @@
 (draft 2020-12, checked with the ``jsonschema`` library on real output), and a broken document
 (a required key removed, a JSON number where a string is required) does not."""
 
+import argparse
 import contextlib
 import copy
 import io
@@ -15,6 +16,7 @@ from symbounds.app.cli import main
 from symbounds.papers.alcalde.dataset import dataset_to_json, load_dataset, random_dataset
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SMALL = ["--alpha", "1/2", "--holder", "1/2", "--bound", "1/4", "--eps", "1/2", "--target", "sin(x1)/4",
          "--quiet", "--points", "2"]
 DATASET = {"d": 2, "sequences": [{"input": [["0", "1"], [1, 0], [0.5, "1/2"]], "target": [["3", "3"]]},
@@ -50,6 +52,20 @@ def documents(tmp_path_factory):
         "rate": _json_of("rate", "--n", "10000", "--d", "2", "--json"),
         "tighten": _json_of("tighten", "--eps", "1/2", "--what", "M", "--criterion", "proof", "--quiet", "--json"),
     }
+    m = str(t / "m.json")  # the pou export: a vector-input model with a readout
+    tokens = str(DATA / "token_model.json")  # a token-set model without a readout
+    residual = str(DATA / "residual_model.json")  # two inputs, the properties' model
+    docs["bound"] = _json_of("bound", m, "--box", "0:1/8", "--json")
+    docs["bound-tokens"] = _json_of("bound", tokens, "--box", ",".join(["0:1/4"] * 4), "--json")
+    docs["certify-spec"] = _json_of("certify", "--model", residual, "--spec", str(DATA / "holds.vnnlib"), "--json")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["certify", "--model", residual, "--spec", str(DATA / "fails.vnnlib"), "--json"]) == 1
+    docs["certify-spec-refuted"] = json.loads(out.getvalue())
+    docs["prove-shi_liao"] = _json_of("prove", "shi_liao", "eps=1/2", "--json")
+    docs["prove-alcalde"] = _json_of("prove", "alcalde", "N=2", "n=3", "d=2", "m=1", "--json")
+    docs["tikhonov"] = _json_of("tikhonov", "--size", "3,5,2", "--epochs", "5", "--eps", "1/10,1/100", "--json",
+                                "--quiet")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["sweep", "--eps", "1/2", "--holder", "1", "--bound", "1", "--target", "sin(x1)/2",
                      "--quiet", "--out", str(t / "table.csv")]) == 0
@@ -80,6 +96,20 @@ CASES = {
     "cert": ("certificate", ("boxes", 0, "bound")),
     "dataset": ("dataset", ("d",)),
     "dataset-random": ("dataset", ("d",)),
+    "bound": ("bound", ("lower",)),
+    "bound-tokens": ("bound", ("upper_exact", 0)),
+    "certify-spec": ("certify-spec", ("verdict",)),
+    "certify-spec-refuted": ("certify-spec", ("counterexample", "x", 0)),
+    "prove-shi_liao": ("prove", ("claims", 0, "statement")),
+    "prove-alcalde": ("prove", ("parameters", "N")),
+    "tikhonov": ("tikhonov", ("theta_star_sq",)),
+}
+
+#: every command with a --json flag -> the documents above that hold its --json output
+JSON_COMMANDS = {
+    "pou": ["pou", "pou-manifold"], "interp": ["interp", "interp-softmax"],
+    "certify": ["certify", "certify-spec", "certify-spec-refuted"], "rate": ["rate"], "tighten": ["tighten"],
+    "bound": ["bound", "bound-tokens"], "prove": ["prove-shi_liao", "prove-alcalde"], "tikhonov": ["tikhonov"],
 }
 
 
@@ -121,6 +151,50 @@ def test_a_wrongly_typed_value_fails(documents, doc):
     assert not v.is_valid(broken)
 
 
+def _json_commands() -> set[str]:
+    """The sub-commands whose parser has a ``--json`` flag (read from the parser itself)."""
+    from symbounds.app.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found = set()
+    for name, p in sub.choices.items():
+        p.format_help()  # a sub-command's flags are added when it is first used
+        if "--json" in p._option_string_actions:
+            found.add(name)
+    return found
+
+
+def test_every_json_output_has_a_schema():
+    """A command that gains --json must gain a schema and a real document in CASES here."""
+    assert _json_commands() == set(JSON_COMMANDS)
+    for command, docs in JSON_COMMANDS.items():
+        assert docs and all(d in CASES for d in docs), command
+
+
+def test_durations_are_numbers_in_reports(documents):
+    """docs/schemas/README.md: ``seconds`` is a JSON number in the reports (bound, the property
+    check, tighten) and a decimal string in the certificate and the summary copied from it."""
+    for doc in ("bound", "certify-spec", "tighten"):
+        seconds = documents[doc]["seconds"] if doc != "tighten" else documents[doc]["results"][0]["seconds"]
+        assert isinstance(seconds, (int, float)) and seconds >= 0, doc
+    assert isinstance(documents["certify"]["seconds"], str)
+
+
+def test_bound_ends_enclose_the_exact_ends(documents):
+    """The 30-digit decimals are the exact ends rounded outward."""
+    from fractions import Fraction
+
+    for doc in ("bound", "bound-tokens"):
+        d = documents[doc]
+        lows, highs = d["lower"], d["upper"]
+        lows, highs = ([lows], [highs]) if isinstance(lows, str) else (lows, highs)
+        ex_lo = [d["lower_exact"]] if isinstance(d["lower_exact"], str) else d["lower_exact"]
+        ex_hi = [d["upper_exact"]] if isinstance(d["upper_exact"], str) else d["upper_exact"]
+        for a, ea, b, eb in zip(lows, ex_lo, highs, ex_hi):
+            assert Fraction(a) <= Fraction(ea) <= Fraction(eb) <= Fraction(b)
+
+
 def test_counts_are_integers_and_numbers_strings(documents):
     """The convention of docs/schemas/README.md on the outliers it fixed, against the values the
     program computed (P = m^d, the constants' own counts)."""
@@ -139,7 +213,7 @@ def test_counts_are_integers_and_numbers_strings(documents):
 def test_every_schema_is_listed_in_the_readme():
     readme = (SCHEMAS / "README.md").read_text()
     files = sorted(p.name for p in SCHEMAS.glob("*.schema.json"))
-    assert len(files) == 9
+    assert len(files) == 13
     for f in files:
         assert f"]({f})" in readme, f
     assert "schemas/README.md" in (SCHEMAS.parent / "README.md").read_text()

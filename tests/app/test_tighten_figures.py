@@ -98,7 +98,7 @@ def test_slack_figure_lines_ticks_and_labels(files):
     # the map: axes, the paper's point, each status where the report put it
     assert "M_g" in mx.get_xlabel() and "M" in mx.get_ylabel() and "ε=1/2" in mx.get_title()
     byl = {ln.get_label(): ln for ln in mx.get_lines()}
-    star = byl["paper's (M_g, M)"]
+    star = byl["paper's $(M_g, M)$"]
     assert (star.get_xdata()[0], star.get_ydata()[0]) == (473.1, 49.37)
     passed = set(zip(byl["certified (sup |T-g| ≤ ε)"].get_xdata(), byl["certified (sup |T-g| ≤ ε)"].get_ydata()))
     assert passed == {(400.0, 50.0), (400.0, 10.0), (40.0, 50.0), (40.0, 10.0)}

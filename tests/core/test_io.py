@@ -59,7 +59,7 @@ def test_readme_mpmath_snippet_reevaluates_an_exported_model(small, tmp_path):
     snippet = m.group(1)
     assert len(snippet.strip().splitlines()) <= 25
     _, model = small
-    export_model(model, str(tmp_path / "model.json"), 128)
+    export_model(model, str(tmp_path / "pou.json"), 128)
     r = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     value = Fraction(r.stdout.strip())

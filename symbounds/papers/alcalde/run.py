@@ -58,10 +58,31 @@ class InterpResult(HasVerdict):
     extra: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
 
-
     @property
     def model(self):
         return self.construction.model
+
+    def _title(self) -> str:
+        ds = self.dataset
+        return (f"[AFZ25] {self.options.attention}: N = {ds.N} sequences in R^{ds.d}, {self.sizes.get('blocks')} "
+                f"blocks, width {self.sizes.get('width')}")
+
+    def __repr__(self) -> str:
+        """The verdict and its counts, the dataset and the network's size, in one line."""
+        from ...core.display import short, verdict_counts
+
+        return short(f"InterpResult({self.verdict}: {verdict_counts(self.claims)}; exact interpolation: "
+                     f"{'yes' if self.exact else 'no'}; {self._title()})")
+
+    def _repr_html_(self) -> str:
+        from ...core.display import claims_html
+
+        return claims_html(self.claims, f"{self._title()}: {self.verdict}")
+
+    def _repr_latex_(self) -> str:
+        from ...core.display import claims_latex
+
+        return claims_latex(self.claims, f"{self._title()}: {self.verdict}")
 
 
 def run(ds: Dataset, opts: InterpOptions | None = None, progress=None) -> InterpResult:

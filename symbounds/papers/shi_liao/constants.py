@@ -298,6 +298,39 @@ class Constants:
     def D(self) -> int:
         return self.inst.d + 4
 
+    def __repr__(self) -> str:  # the instance and its main constants (the dataclass repr ran to pages)
+        from ...core.display import short
+
+        i = self.inst
+        where = "" if self.domain is None else f", on {type(self.domain).__name__}"
+        return short(f"Constants(d={i.d}, alpha={i.alpha}, C_H={i.C_H}, B={i.B}, eps={i.eps}{where}: P={self.P}, "
+                     f"M~{self._approx('M')}, M_g~{self._approx('M_g')}, e^(-cM)~{self._approx('emcM')})")
+
+    def _approx(self, name: str, digits: int = 6) -> str:
+        """A short decimal of constant ``name`` (a ball midpoint: for reading, not a bound)."""
+        return self.value(name, 64).mid().str(digits, radius=False)
+
+    def _repr_latex_(self) -> str:
+        """Every constant with a general formula as ``name = formula`` (SymPy's printer) and its
+        value at the instance (exact, or ``\\approx`` a 10-digit ball midpoint), in notebooks."""
+        lines = []
+        table = self.table()
+        for name in self.names():
+            try:
+                lhs, _, formula = self.latex(name).partition(" = ")
+            except KeyError:  # a count or a domain constant without a general formula
+                continue
+            v = table[name]
+            if isinstance(v, sympy.Basic) and v.is_Rational:
+                value = "= " + sympy.latex(v)
+            else:
+                value = r"\approx " + _tex_decimal(self.value(name, 64).mid().str(10, radius=False))
+            lines.append(f"{lhs} &= {formula} {value}")
+        i = self.inst
+        head = (rf"\text{{[SL26] at }} d = {i.d},\ \alpha = {sympy.latex(i.alpha)},\ C_H = {sympy.latex(i.C_H)},\ "
+                rf"B = {sympy.latex(i.B)},\ \varepsilon = {sympy.latex(i.eps)}")
+        return r"$$\begin{aligned}" + head + r" \\ " + r" \\ ".join(lines) + r"\end{aligned}$$"
+
     def __getattr__(self, name):
         # K.M, K.M_g, K.eta ... are the symbols of the named constants
         key = {"lam": "lambda"}.get(name, name)
@@ -371,6 +404,12 @@ class Constants:
             del t["m"]
             t.update(self.domain.table())
         return t
+
+
+def _tex_decimal(text: str) -> str:
+    """``4.76e-10`` as LaTeX, ``4.76 \\times 10^{-10}``."""
+    mant, _, exp = text.partition("e")
+    return mant if not exp else rf"{mant} \times 10^{{{int(exp)}}}"
 
 
 def _ceiling_exact(expr) -> int:

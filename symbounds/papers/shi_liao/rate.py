@@ -58,6 +58,7 @@ __all__ = ["rate_report", "add_rate_arguments", "run_rate", "render_rate", "lips
            "MAX_N_DIGITS"]
 
 MAX_N_DIGITS = 100  # --n up to 10^100
+MAX_EXACT_CHARS = 24  # a rational value longer than this is written as its decimal upper bound
 ORACLE = "Schmidt-Hieber (2020), Ann. Statist. 48(4), Lemma 4: constants 18, 72, 32 (quoted), eps' = 1"
 
 
@@ -73,8 +74,14 @@ def _arb(q: Fraction) -> flint.arb:
     return flint.arb(flint.fmpq(q.numerator, q.denominator))
 
 
-def _up(x: flint.arb) -> str:
-    """Decimal string of an upper bound of ``x`` (12 significant digits, rounded up)."""
+def _up(x: flint.arb, exact=None) -> str:
+    """Decimal string of an upper bound of ``x`` (12 significant digits, rounded up).  ``exact``, the
+    value when it is known to be rational (a Fraction or a SymPy number), is written exactly instead
+    when it is short (``"1/40"``, not ``"0.0250000000001"``; a 60-digit fraction stays a decimal)."""
+    if exact is not None and (isinstance(exact, (Fraction, int)) or exact.is_Rational):
+        q = Fraction(exact) if isinstance(exact, (Fraction, int)) else Fraction(int(exact.p), int(exact.q))
+        if len(str(q)) <= MAX_EXACT_CHARS:
+            return str(q)
     v = arb_to_fraction(x.upper())
     if v == 0:
         return "0"
@@ -172,10 +179,11 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
             "eps_exponent": str(expo),
             "eps": str(eps),
             "eps_decimal": decimal_up(eps, 12),
-            "r_g": _up(r_g),
+            "r_g": _up(r_g, r_g_expr),
             "m": m,
             "P": P,
-            "P_order_eps^-d/alpha": _up(E ** (-_arb(Fraction(d) / alpha))),
+            "P_order_eps^-d/alpha": _up(E ** (-_arb(Fraction(d) / alpha)),
+                                        R(eps) ** (-R(Fraction(d) / alpha))),
             "D": D,
             "params": params,
             "M_g": _up(M_g),
@@ -183,9 +191,9 @@ def rate_report(n: int, d: int, alpha="1", C_H="1", B="1", sigma="1") -> dict:
             "max_weight": _up(W),
             "max_weight_paper_order": _up(max_weight_paper),
             "lipschitz_params": _up(Lam),
-            "covering_radius": _up(rho),
+            "covering_radius": _up(rho, sigma / n),
             "log_covering": _up(log_cov),
-            "approx_term": _up(4 * approx),
+            "approx_term": _up(4 * approx, 4 * eps * eps),
             "estimation_term": _up(estimation),
             "bound": _up(bound),
             "rate": _up(base),

@@ -57,6 +57,30 @@ class PouResult(HasVerdict):
     whole: dict = field(default_factory=dict)  # manifolds: the L7.M run (boxes, bound, status)
     max_error_value: object = None  # the ball of max |T(x) - g(x)| over the sample points
 
+    def __repr__(self) -> str:
+        """The verdict and its counts, the instance, P and the measured error, in one line."""
+        from ...core.display import short, verdict_counts
+
+        i = self.instance
+        return short(f"PouResult({self.verdict}: {verdict_counts(self.claims)}; d={i.d}, eps={i.eps}, "
+                     f"P={self.K.P}, {self.samples} sample points, max |T - g| = {short(self.max_error, 40)}, "
+                     f"{self.prec} bits)")
+
+    def _repr_html_(self) -> str:
+        """The claims table with verdicts (notebooks)."""
+        from ...core.display import claims_html, verdict_counts
+
+        i = self.instance
+        return claims_html(self.claims, f"[SL26] at d = {i.d}, eps = {i.eps}, P = {self.K.P}: {self.verdict} "
+                                        f"({verdict_counts(self.claims)})")
+
+    def _repr_latex_(self) -> str:
+        from ...core.display import claims_latex, verdict_counts
+
+        i = self.instance
+        return claims_latex(self.claims, f"[SL26] at d = {i.d}, eps = {i.eps}, P = {self.K.P}: {self.verdict} "
+                                         f"({verdict_counts(self.claims)})")
+
 
 
 def constants_json(K: sl.Constants, model, ctx: BallContext) -> dict:

@@ -116,7 +116,9 @@ def write_table(rows: list[dict], csv_path: str) -> str:
 
 
 def table_text(rows: list[dict]) -> str:
-    cols = ["d", "eps", "P", "M_g", "M", "max_weight", "measured_max_error", "claims", "certified_error", "seconds"]
+    """The rows as a text table, one line each; the target column tells apart two rows of the same
+    d and eps (written in full, so that two targets never look alike)."""
+    cols = ["d", "eps", "target", "P", "M_g", "M", "max_weight", "measured_max_error", "claims", "certified_error", "seconds"]
     width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     lines = ["  ".join(c.ljust(width[c]) for c in cols)]
     for r in rows:
