@@ -262,11 +262,11 @@ _VALUES = {_A: Rational(3, 2), _B: Rational(3, 2), _C: Rational(2, 3)}
 _MONOS = [Integer(1), _A, _B, _C, _A**2, _A * _B, _B * _C, _A * _C**2, _A**2 * _B]
 
 
-def _one_hot_heads_model(specs, n=6):
+def _monomial_heads_model(specs, n=6):
     """Rows: 0 = x (token 0), 1-2 = positions (sin, cos of 2 q / n), then one output row per
     head.  Head ``h`` = ``(mono_Q, mono_K, phi, in_K)`` scores ``mono_Q mono_K <R(phi) p_j, p_k>``
     with the monomial on ``W_Q`` (and, when ``in_K``, ``mono_K`` on ``W_K``, else on ``W_Q``
-    too); its value is ``x + 1`` from token 0 written to its own row, so every head's weights
+    too); its value is ``x`` (token 0), written to its own row, so every head's weights
     show in the state."""
     H = len(specs)
     D = 3 + H
@@ -339,7 +339,7 @@ def test_heads_differing_by_named_constant_monomials_are_enclosed(specs, x):
     powers, products, and ``A``, ``B`` of equal value but different names.  Every entry of the
     state after the shared pass contains a direct 300-bit evaluation, and two heads share a row
     class only when their monomials (as written) are equal."""
-    model = _one_hot_heads_model(specs)
+    model = _monomial_heads_model(specs)
     S = T._shared_structure(model, 0)
     assert S is not None
     Z = forward(BallContext(128), model, (x,), stop=1)
