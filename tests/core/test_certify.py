@@ -292,3 +292,35 @@ def test_gradient_split_certificate_covers_the_square_and_checks():
     assert any(max(w) > 2 * min(w) for w in widths)
     assert all(max(w) <= 2 * MAX_ASPECT * min(w) for w in widths)
     assert check_certificate(cert)["boxes"] == len(res.boxes)
+
+
+# ------------------------------------------------------------------------------------------
+# a target that varies across each box: it must be enclosed over the whole box
+
+
+def _identity_model_json():
+    """``T(x) = relu(x) = x`` on [0, 1] (one feed-forward layer), as a model file."""
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    ffn = FeedForward(W1=((1,),), b1=(0,), W2=((1,),), b2=(0,), skip=0)
+    return model_to_json(Transformer((ffn,), Embedding(((0,),), ((1,),)), Readout(0, 0)), 128)
+
+
+def test_a_target_varying_across_a_box_is_enclosed_over_the_box(tmp_path, capsys):
+    """T(x) = x and g(x) = 3x/2: |T - g| = x/2, whose sup over [0, 1] is 1/2 (at x = 1) and over a
+    box [lo, hi] is hi/2.  So eps = 0.495 is false and must never be proved (a target enclosed at
+    one corner of each box, 3 lo/2, would give 1/2 - (hi - lo)/2 on the last box); with
+    eps = 0.505 every recorded bound is at least its box's hi/2."""
+    path = tmp_path / "identity.json"
+    path.write_text(json.dumps(_identity_model_json()))
+    code = main(["certify", "--model", str(path), "--target", "3*x1/2", "--eps", "0.495", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1 and "verdict: refuted" in out, out
+    for fast in (True, False):
+        res = certify_model(_identity_model_json(), "3*x1/2", 1, F(495, 1000), CertifyOptions(fast=fast))
+        assert res.verdict == "refuted", fast
+        assert F(res.counterexample["x"][0]) / 2 > F(495, 1000)  # the error there is x/2, by hand
+        res = certify_model(_identity_model_json(), "3*x1/2", 1, F(505, 1000), CertifyOptions(fast=fast))
+        assert res.verdict == "proved", fast
+        assert sum(b.hi[0] - b.lo[0] for b, _ in res.boxes) == 1
+        assert all(bound >= b.hi[0] / 2 for b, bound in res.boxes), fast
