@@ -13,7 +13,7 @@ import os
 import sys
 from fractions import Fraction
 
-from ..core.boxes import CertifyOptions
+from ..core.boxes import CertifyOptions, WorkersLost
 from ..core.certificate import MIN_CERT_PREC, CertificateError, NotACertificate, load_certificate, write_certificate
 from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_up
@@ -556,6 +556,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("symbounds: interrupted", file=sys.stderr)
         return 130
+    except WorkersLost as e:  # nothing was decided: undecided, and no certificate written
+        print(f"symbounds: {e}", file=sys.stderr)
+        return 3
     except Exception as e:  # a bug, not bad input: still one line, and a distinct exit code
         if os.environ.get("SYMBOUNDS_DEBUG"):
             raise

@@ -324,3 +324,134 @@ def test_a_target_varying_across_a_box_is_enclosed_over_the_box(tmp_path, capsys
         assert res.verdict == "proved", fast
         assert sum(b.hi[0] - b.lo[0] for b, _ in res.boxes) == 1
         assert all(bound >= b.hi[0] / 2 for b, bound in res.boxes), fast
+
+
+# ------------------------------------------------------------------------------------------
+# worker processes that die: their batches are re-run, or the run stops (exit 3), never hangs
+
+
+@pytest.fixture
+def deadline():
+    """Fail (instead of hanging the suite) if the test is not done within 60 s."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError("the run did not end within 60 s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def _killing_eval(monkeypatch, should_die):
+    """Replace the worker's batch function (forked workers inherit the patch) by one that kills
+    its own process with SIGKILL when ``should_die(boxes)``; never the test's own process."""
+    import os
+    import signal
+
+    import symbounds.core.boxes as boxes_mod
+
+    parent, real = os.getpid(), boxes_mod._worker_eval
+
+    def evaluate(boxes):
+        if os.getpid() != parent and should_die(boxes):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(boxes)
+
+    monkeypatch.setattr(boxes_mod, "_worker_eval", evaluate)
+
+
+def test_a_worker_killed_from_outside_loses_no_box(small_cert, deadline):
+    """SIGKILL to one worker process after the first box comes back: the lost batches run
+    again on fresh processes and the certificate is the one-process one."""
+    import multiprocessing
+    import os
+    import signal
+
+    killed = []
+
+    def progress(done, evaluated):
+        if not killed:
+            pids = [p.pid for p in multiprocessing.active_children()]
+            assert pids
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+
+    cert, _ = small_cert
+    cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(workers=2), progress)
+    assert killed and res2.verdict == "proved"
+    assert res2.extra["worker_restarts"] >= 1
+    assert cert2["boxes"] == cert["boxes"] and cert2["max_bound"] == cert["max_bound"]
+
+
+def test_a_worker_that_dies_once_loses_no_box(small_cert, monkeypatch, tmp_path, deadline):
+    """The worker that takes the batch holding the box at 0 dies once (a flag file makes it
+    once): one restart, the same certificate as one process makes."""
+    import os
+
+    flag = str(tmp_path / "died")
+
+    def once(boxes):
+        if boxes[0].lo != (F(0),):
+            return False
+        try:
+            os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return False
+        return True
+
+    _killing_eval(monkeypatch, once)
+    cert, _ = small_cert
+    cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(workers=2))
+    assert os.path.exists(flag)
+    assert res2.verdict == "proved" and res2.extra["worker_restarts"] == 1
+    assert cert2["boxes"] == cert["boxes"] and cert2["max_bound"] == cert["max_bound"]
+
+
+def test_a_batch_that_always_kills_its_worker_stops_the_run(cert_file, monkeypatch, tmp_path, capsys, deadline):
+    """Every try of the batch holding the box at 0 kills its worker: after the restarts the run
+    stops with one line and exit 3 (undecided), and the certificate already at --out is kept."""
+    from symbounds.core import boxes as boxes_mod
+
+    _killing_eval(monkeypatch, lambda boxes: any(b.lo == (F(0),) for b in boxes))
+    out = tmp_path / "cert.json"
+    out.write_bytes(cert_file.read_bytes())
+    code = main(["certify", *SMALL_FLAGS, "--workers", "2", "--quiet", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 3
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "undecided" in err[0] and "dying" in err[0], err
+    assert "verdict: proved" not in captured.out
+    assert out.read_bytes() == cert_file.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cert.json"]
+    assert boxes_mod.MAX_RESTARTS >= 1
+
+
+@pytest.mark.slow  # a process LocalCluster takes ~10 s to start on two cores
+def test_dask_reruns_the_tasks_of_a_killed_worker(small_cert, deadline):
+    """On a Dask cluster (two worker processes under nannies) one worker is killed with SIGKILL
+    after the first box comes back: the scheduler re-runs its tasks elsewhere and the
+    certificate is the one-process one."""
+    import os
+    import signal
+
+    import distributed
+
+    cert, _ = small_cert
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            pids = sorted(client.run(os.getpid).values())
+        killed = []
+
+        def progress(done, evaluated):
+            if not killed:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(scheduler=cluster.scheduler_address),
+                                       progress)
+    assert killed and res2.verdict == "proved"
+    assert cert2["boxes"] == cert["boxes"] and cert2["max_bound"] == cert["max_bound"]
