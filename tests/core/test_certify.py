@@ -143,6 +143,91 @@ def test_check_rejects_edited_certificates(cert_file, tmp_path, capsys, edit, re
     assert len(err.splitlines()) == 1 and reason in err, err
 
 
+# ------------------------------------------------------------------------------------------
+# a certificate must describe the construction it names: its instance and its assumptions
+
+
+@pytest.fixture(scope="module")
+def model_cert_file(tmp_path_factory):
+    """A ``construction: "model"`` certificate of T(x) = x against g = x/2 (|T - g| = x/2 <= 3/5)."""
+    folder = tmp_path_factory.mktemp("model_cert")
+    (folder / "identity.json").write_text(json.dumps(_identity_model_json()))
+    path = folder / "cert.json"
+    assert main(["certify", "--model", str(folder / "identity.json"), "--target", "x1/2", "--eps", "3/5", "--quiet",
+                 "--out", str(path)]) == 0
+    return path
+
+
+def _sl26_instance_and_assumptions(c):
+    sl26 = json.loads(OLD_CERTIFICATES[1].read_text())
+    assert sl26["construction"] == "shi_liao" and sl26["assumptions"]
+    return sl26
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda c: c.__setitem__("construction", "model"), "does not fit the construction 'model'"),
+    (lambda c: c.update(construction="model", instance={"inputs": 1}), "not those of the construction 'model'"),
+    (lambda c: c["assumptions"].pop(), "not those of the construction 'shi_liao'"),
+    (lambda c: c["assumptions"].reverse(), "not those of the construction 'shi_liao'"),
+    (lambda c: c["assumptions"].append(dict(c["assumptions"][0])), "not those of the construction"),
+    (lambda c: c["assumptions"][0].__setitem__("statement", "|g| <= 10 B on a 3^1 grid"), "statement"),
+    (lambda c: c["assumptions"][1].__setitem__("verdict", "proved"), "recorded verdict 'proved'"),
+    (lambda c: c["instance"].__setitem__("d", True), "disagrees with the claim"),
+    (lambda c: c["instance"].__setitem__("inputs", 1), "unknown field 'inputs'"),
+])
+def test_check_rejects_a_construction_certificate_describing_something_else(cert_file, tmp_path, capsys, edit, reason):
+    """An [SL26] certificate whose construction, instance or assumptions were edited."""
+    assert main(["check", str(cert_file)]) == 0
+    capsys.readouterr()
+    code = main(["check", str(_edit(cert_file, tmp_path, edit))])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert len(err.splitlines()) == 1 and reason in err, err
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda c: c.__setitem__("instance", _sl26_instance_and_assumptions(c)["instance"]),
+     "does not fit the construction 'model'"),
+    (lambda c: c.__setitem__("assumptions", _sl26_instance_and_assumptions(c)["assumptions"]),
+     "(A1, A2) are not those of the construction 'model' (none)"),
+    (lambda c: c.update(instance=_sl26_instance_and_assumptions(c)["instance"],
+                        assumptions=_sl26_instance_and_assumptions(c)["assumptions"]), "does not fit"),
+    (lambda c: c.__setitem__("instance", {"inputs": 2}), "instance.inputs is not d"),
+    (lambda c: c.__setitem__("instance", {"inputs": True}), "does not fit"),
+    (lambda c: c.__setitem__("instance", {"inputs": "1"}), "does not fit"),
+    (lambda c: c.__setitem__("instance", {"inputs": 1, "paper": "shi_liao"}), "does not fit"),
+    (lambda c: c.__setitem__("instance", {}), "does not fit"),
+    (lambda c: c.__setitem__("construction", "shi_liao"), "instance: unknown field 'inputs'"),
+])
+def test_check_rejects_a_model_certificate_describing_something_else(model_cert_file, tmp_path, capsys, edit,
+                                                                     reason):
+    """A user model's certificate (construction "model") carrying another construction's instance
+    or assumptions, or an instance outside its schema ``{"inputs": d}``."""
+    assert json.loads(model_cert_file.read_text())["instance"] == {"inputs": 1}
+    assert main(["check", str(model_cert_file)]) == 0
+    capsys.readouterr()
+    code = main(["check", str(_edit(model_cert_file, tmp_path, edit))])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert len(err.splitlines()) == 1 and reason in err, err
+
+
+def test_check_at_another_precision_compares_assumptions_without_verdicts(cert_file):
+    """Checked at another precision the grid checks are re-run there: the ids and statements must
+    still be the construction's, the verdicts are not compared (they may depend on the precision)."""
+    cert = json.loads(cert_file.read_text())
+    assert check_certificate(cert, prec=256)["boxes"] == len(cert["boxes"])
+    cert["assumptions"][0]["verdict"] = "proved"
+    assert check_certificate(cert, prec=256)["boxes"] == len(cert["boxes"])
+    from symbounds.core.certificate import CertificateError
+
+    with pytest.raises(CertificateError, match="recorded verdict"):
+        check_certificate(cert)
+    cert["assumptions"][0]["statement"] += " "
+    with pytest.raises(CertificateError, match="statement"):
+        check_certificate(cert, prec=256)
+
+
 def test_check_bad_file_is_bad_input(tmp_path, capsys):
     p = tmp_path / "x.json"
     p.write_text("{not json")
