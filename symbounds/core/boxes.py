@@ -36,6 +36,7 @@ from .transformer import forward
 __all__ = [
     "Box",
     "CertifyOptions",
+    "LocalPool",
     "CertifyResult",
     "WorkersLost",
     "box_bound",
@@ -357,8 +358,9 @@ class WorkersLost(RuntimeError):
 MAX_RESTARTS = 3
 
 
-class _LocalPool:
-    """``imap``-like evaluation of batches in forked worker processes.
+class LocalPool:
+    """``imap``-like evaluation of batches in forked worker processes (``task(batch)``, results in
+    the order they complete; by default the box batches of :func:`certify_model`).
 
     A :class:`multiprocessing.pool.Pool` replaces a worker that dies but loses its task, so the
     run would wait for it forever.  A :class:`ProcessPoolExecutor` instead fails every pending
@@ -366,14 +368,15 @@ class _LocalPool:
     a fresh pool, at most :data:`MAX_RESTARTS` times in one run (a batch that kills its worker
     each time stops the run with :class:`WorkersLost`)."""
 
-    def __init__(self, workers: int, setup):
+    def __init__(self, workers: int, setup, task=None, initializer=None):
         self.workers, self.setup = workers, setup
+        self.task, self.initializer = task or _pool_task, initializer or _pool_init
         self.restarts = 0
         self.ex = None
 
     def _start(self):
         self.ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                      initializer=_pool_init, initargs=self.setup)
+                                      initializer=self.initializer, initargs=self.setup)
 
     def imap(self, batches):
         todo = dict(enumerate(batches))
@@ -385,7 +388,7 @@ class _LocalPool:
             with sigint_blocked():  # the workers are forked at the first submit
                 try:
                     for i, b in todo.items():
-                        pending[self.ex.submit(_pool_task, b)] = i
+                        pending[self.ex.submit(self.task, b)] = i
                 except BrokenProcessPool:  # a worker died while the pool was idle
                     broken = True
             while pending and not broken:
@@ -505,7 +508,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
         _worker_init(*setup)
         model, g = _W["model"], _W["g"]
         if opts.workers > 1:
-            pool = _LocalPool(opts.workers, setup)
+            pool = LocalPool(opts.workers, setup)
     ceps = BallContext(opts.prec).convert(eps)
     try:
         while queue and counter is None:

@@ -258,6 +258,35 @@ def test_sweep_writes_csv_and_json(tmp_path, capsys):
         assert float(r["measured_max_error"]) <= float(r["certified_error"]) <= float(eps)
 
 
+def test_sweep_workers_run_an_instance_lost_with_its_worker_again(monkeypatch, tmp_path):
+    """sweep --workers: the worker running the eps = 1/4 instance is killed (SIGKILL, once); that
+    instance runs again and the rows are those of one process, in order."""
+    import os
+    import signal
+
+    from symbounds.papers.shi_liao import sweep as sw
+
+    args = (["1/2", "1/4", "1/3"], [1], {1: ["sin(x1)/2"]})
+    kw = dict(holder="1", bound="1", points=1)
+    plain = sw.sweep(*args, **kw)
+    flag, parent, real = str(tmp_path / "died"), os.getpid(), sw.run_instance
+
+    def run_instance(spec):
+        if os.getpid() != parent and spec["eps"] == "1/4":
+            try:
+                os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
+                os.kill(os.getpid(), signal.SIGKILL)
+            except FileExistsError:
+                pass
+        return real(spec)
+
+    monkeypatch.setattr(sw, "run_instance", run_instance)
+    rows = sw.sweep(*args, **kw, workers=2)
+    assert os.path.exists(flag)
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "seconds"} for r in rs]
+    assert strip(rows) == strip(plain) and [r["eps"] for r in rows] == args[0]
+
+
 # ------------------------------------------------------------------------------------------
 # the float64 box pass and the Arb one: certificates made either way check, tampering is caught
 # either way, and a bound below the truth is never accepted
