@@ -36,8 +36,8 @@ from .transformer import forward
 __all__ = [
     "Box",
     "CertifyOptions",
-    "LocalPool",
     "CertifyResult",
+    "LocalPool",
     "WorkersLost",
     "box_bound",
     "box_bounds",
@@ -368,15 +368,15 @@ class LocalPool:
     a fresh pool, at most :data:`MAX_RESTARTS` times in one run (a batch that kills its worker
     each time stops the run with :class:`WorkersLost`)."""
 
-    def __init__(self, workers: int, setup, task=None, initializer=None):
-        self.workers, self.setup = workers, setup
+    def __init__(self, workers: int, initargs, task=None, initializer=None):
+        self.workers, self.initargs = workers, initargs
         self.task, self.initializer = task or _pool_task, initializer or _pool_init
         self.restarts = 0
         self.ex = None
 
     def _start(self):
         self.ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                      initializer=self.initializer, initargs=self.setup)
+                                      initializer=self.initializer, initargs=self.initargs)
 
     def imap(self, batches):
         todo = dict(enumerate(batches))
