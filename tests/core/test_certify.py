@@ -174,6 +174,7 @@ def _sl26_instance_and_assumptions(c):
     (lambda c: c["assumptions"][1].__setitem__("verdict", "proved"), "recorded verdict 'proved'"),
     (lambda c: c["instance"].__setitem__("d", True), "disagrees with the claim"),
     (lambda c: c["instance"].__setitem__("inputs", 1), "unknown field 'inputs'"),
+    (lambda c: c["instance"].pop("Mg"), "instance: missing 'Mg'"),
 ])
 def test_check_rejects_a_construction_certificate_describing_something_else(cert_file, tmp_path, capsys, edit, reason):
     """An [SL26] certificate whose construction, instance or assumptions were edited."""
