@@ -462,9 +462,9 @@ class _DaskMap:
         for fut in as_completed(futures):
             try:
                 res = fut.result()
-            except KilledWorker as e:
-                raise WorkersLost(f"Dask workers died running a batch of boxes ({str(e).splitlines()[0]}): "
-                                  "stopped, undecided, no certificate written") from None
+            except KilledWorker:
+                raise WorkersLost("Dask workers kept dying running a batch of boxes (the scheduler gave up "
+                                  "re-running it): stopped, undecided, no certificate written") from None
             yield res
 
     def close(self):

@@ -544,6 +544,28 @@ def test_a_batch_that_always_kills_its_worker_stops_the_run(cert_file, monkeypat
     assert boxes_mod.MAX_RESTARTS >= 1
 
 
+def test_dask_giving_up_on_a_batch_stops_the_run(monkeypatch):
+    """When the Dask scheduler gives up on a task whose workers kept dying (KilledWorker), the box
+    search stops with WorkersLost (exit 3 on the command line), not an internal error.  (A stub
+    client: the scheduler's own re-running is the slow test below.)"""
+    import types
+
+    import distributed
+
+    from symbounds.core import boxes as boxes_mod
+
+    class Future:
+        def result(self):
+            raise distributed.KilledWorker("batch", types.SimpleNamespace(address="tcp://127.0.0.1:1"), 3)
+
+    dm = object.__new__(boxes_mod._DaskMap)
+    dm.client = types.SimpleNamespace(submit=lambda *a, **k: Future())
+    dm.setup_future = None
+    monkeypatch.setattr(distributed, "as_completed", lambda futures: iter(futures))
+    with pytest.raises(boxes_mod.WorkersLost, match="undecided"):
+        list(dm.imap([[Box((F(0),), (F(1),))]]))
+
+
 @pytest.mark.slow  # a process LocalCluster takes ~10 s to start on two cores
 def test_dask_reruns_the_tasks_of_a_killed_worker(small_cert, deadline):
     """On a Dask cluster (two worker processes under nannies) one worker is killed with SIGKILL
