@@ -687,6 +687,11 @@ def main(argv=None) -> int:
         print("symbounds: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug, not bad input: still one line, and a distinct exit code
+        boxes = sys.modules.get("symbounds.core.boxes")  # imported by the command that raised it, if any
+        if boxes is not None and isinstance(e, boxes.WorkersLost):
+            # nothing was decided: undecided, and no certificate written
+            print(f"symbounds: {e}", file=sys.stderr)
+            return 3
         if os.environ.get("SYMBOUNDS_DEBUG"):
             raise
         print(f"symbounds: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "

@@ -310,7 +310,14 @@ def _reject_float(text):
 
 def rebuild(cert: dict, d: int, eps, target: str, model_prec: int, prec: int):
     """The ``rebuild`` of a user model's certificate: the network is the embedded model itself
-    (checked against its digest by the caller), and no assumptions on the target are made."""
+    (checked against its digest by the caller), and no assumptions on the target are made.  The
+    instance must be exactly ``{"inputs": d}``."""
+    inst = cert.get("instance")
+    if not isinstance(inst, dict) or set(inst) != {"inputs"} or type(inst["inputs"]) is not int:
+        raise CertificateError(f"the instance does not fit the construction 'model' (it is exactly "
+                               f"{{\"inputs\": {d}}})")
+    if inst["inputs"] != d:
+        raise CertificateError("the instance disagrees with the claim (instance.inputs is not d)")
     mj = cert.get("model")
     m = model_from_json(mj)
     if m.input != "vector" or input_dimension(m) != d:

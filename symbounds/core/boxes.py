@@ -20,6 +20,8 @@ import hashlib
 import json
 import multiprocessing
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -35,6 +37,8 @@ __all__ = [
     "Box",
     "CertifyOptions",
     "CertifyResult",
+    "LocalPool",
+    "WorkersLost",
     "box_bound",
     "box_bounds",
     "boxes_cover_cube",
@@ -370,6 +374,92 @@ def _worker_eval(boxes):
     return [(box, bound, first[i], axes[i]) for i, (box, bound) in enumerate(zip(boxes, bounds))]
 
 
+def _pool_task(boxes):
+    """One batch in a local worker process (the function is looked up when the task runs)."""
+    return _worker_eval(boxes)
+
+
+class WorkersLost(RuntimeError):
+    """Worker processes kept dying (killed, out of memory): the run stopped, undecided."""
+
+
+#: How many times a local pool whose worker died is replaced (its lost batches re-run) before
+#: the run stops with :class:`WorkersLost`.
+MAX_RESTARTS = 3
+
+
+class LocalPool:
+    """``imap``-like evaluation of batches in forked worker processes (``task(batch)``, results in
+    the order they complete; by default the box batches of :func:`certify_model`).
+
+    A :class:`multiprocessing.pool.Pool` replaces a worker that dies but loses its task, so the
+    run would wait for it forever.  A :class:`ProcessPoolExecutor` instead fails every pending
+    task with :class:`BrokenProcessPool`; then the batches whose results are missing are re-run on
+    a fresh pool, at most :data:`MAX_RESTARTS` times in one run (a batch that kills its worker
+    each time stops the run with :class:`WorkersLost`)."""
+
+    def __init__(self, workers: int, initargs, task=None, initializer=None):
+        self.workers, self.initargs = workers, initargs
+        self.task, self.initializer = task or _pool_task, initializer or _pool_init
+        self.restarts = 0
+        self.ex = None
+
+    def _start(self):
+        self.ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                      initializer=self.initializer, initargs=self.initargs)
+
+    def imap(self, batches):
+        todo = dict(enumerate(batches))
+        while todo:
+            if self.ex is None:
+                self._start()
+            pending: dict = {}
+            broken = False
+            with sigint_blocked():  # the workers are forked at the first submit
+                try:
+                    for i, b in todo.items():
+                        pending[self.ex.submit(self.task, b)] = i
+                except BrokenProcessPool:  # a worker died while the pool was idle
+                    broken = True
+            while pending and not broken:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i = pending.pop(fut)
+                    try:
+                        res = fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    del todo[i]
+                    yield res
+            if broken:
+                # results already computed before the break are kept; the rest run again
+                for fut, i in list(pending.items()):
+                    if fut.done() and not fut.cancelled() and fut.exception() is None:
+                        del todo[i]
+                        yield fut.result()
+                self.close()
+                self.restarts += 1
+                if self.restarts > MAX_RESTARTS:
+                    raise WorkersLost(f"worker processes kept dying (killed or out of memory; the pool broke "
+                                      f"{self.restarts} times): stopped, undecided, no certificate written")
+
+    def close(self):
+        """Stop the workers now (a running batch is abandoned, as ``Pool.terminate`` does)."""
+        ex, self.ex = self.ex, None
+        if ex is None:
+            return
+        # the executor has no public way to stop running tasks: end its processes first, then its
+        # manager thread sees them gone and shutdown() returns at once
+        procs = list((ex._processes or {}).values())
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join()
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
 def _dask_batch(setup, boxes):
     """One Dask task: a batch of boxes (the model is parsed once per worker process)."""
     _worker_init(*setup)
@@ -393,11 +483,19 @@ class _DaskMap:
         self.workers = max(1, len(self.client.ncores()))
 
     def imap(self, batches):
-        from distributed import as_completed
+        """Results as they complete.  A task whose worker dies is rescheduled by the Dask scheduler
+        itself (up to its ``allowed-failures``, then :class:`KilledWorker`, reported here as
+        :class:`WorkersLost`)."""
+        from distributed import KilledWorker, as_completed
 
         futures = [self.client.submit(_dask_batch, self.setup_future, b, pure=False) for b in batches]
         for fut in as_completed(futures):
-            yield fut.result()
+            try:
+                res = fut.result()
+            except KilledWorker:
+                raise WorkersLost("Dask workers kept dying running a batch of boxes (the scheduler gave up "
+                                  "re-running it): stopped, undecided, no certificate written") from None
+            yield res
 
     def close(self):
         self.client.close()
@@ -440,9 +538,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
         _worker_init(*setup)
         model, g = _W["model"], _W["g"]
         if opts.workers > 1:
-            mp = multiprocessing.get_context("fork")
-            with sigint_blocked():
-                pool = mp.Pool(opts.workers, initializer=_pool_init, initargs=setup)
+            pool = LocalPool(opts.workers, setup)
     ceps = BallContext(opts.prec).convert(eps)
     try:
         while queue and counter is None:
@@ -455,7 +551,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
             if dask is not None:
                 results = dask.imap(batches)
             elif pool is not None:
-                results = pool.imap_unordered(_worker_eval, batches)
+                results = pool.imap(batches)
             else:
                 results = (_worker_eval(b) for b in batches)
             nxt = []
@@ -485,8 +581,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
             queue = nxt
     finally:
         if pool is not None:
-            pool.terminate()
-            pool.join()
+            pool.close()
         if dask is not None:
             dask.close()
     if counter is not None:
@@ -497,7 +592,8 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
         verdict = "proved"
     max_bound = max((b for _, b in proved), default=None)
     proved.sort(key=lambda t: (t[0].lo, t[0].hi))
-    return CertifyResult(verdict, proved, max_bound, counter, undecided, time.perf_counter() - t0, evaluated)
+    extra = {"worker_restarts": pool.restarts} if pool is not None else {}
+    return CertifyResult(verdict, proved, max_bound, counter, undecided, time.perf_counter() - t0, evaluated, extra)
 
 
 #: A box is halved along its widest side when that is this many times the side its gradient picks.

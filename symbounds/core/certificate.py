@@ -135,6 +135,25 @@ def _check_fields(cert: dict) -> None:
         raise CertificateError("'assumptions' must be a list of objects")
 
 
+def _check_assumptions(cert: dict, rebuilt: list, same_prec: bool) -> None:
+    """The recorded assumptions must be the construction's own, in order: the same ids and
+    statements as the rebuilt grid checks, and (when re-run at the recorded precision) the same
+    verdicts.  A certificate whose ``construction`` was changed carries the other one's."""
+    recorded = cert["assumptions"]
+    ids = [a.get("id") for a in recorded]
+    want = [r.id for r in rebuilt]
+    if ids != want:
+        shown = lambda v: ", ".join(str(i)[:20] for i in v) or "none"
+        raise CertificateError(f"the recorded assumptions ({shown(ids)}) are not those of the construction "
+                               f"{str(cert['construction'])[:40]!r} ({shown(want)})")
+    for a, r in zip(recorded, rebuilt):
+        if a.get("statement") != r.statement:
+            raise CertificateError(f"assumption {r.id}: the recorded statement is not the construction's")
+        if same_prec and a.get("verdict") != str(r.verdict):
+            raise CertificateError(f"assumption {r.id}: the recorded verdict {str(a.get('verdict'))[:20]!r} is not "
+                                   f"the recomputed {str(r.verdict)!r}")
+
+
 def write_certificate(path: str, cert: dict) -> None:
     atomic_write(path, json.dumps(cert, indent=1) + "\n")
 
@@ -151,6 +170,7 @@ def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=Non
        ``model_prec`` in 24..4096 and ``prec`` in 53..65536 before anything is rebuilt;
     2. the model is the construction of the recorded instance (rebuilt here) and matches its digest;
     3. the boxes lie in the cube and cover it (exact rational arithmetic);
+    2b. the recorded assumptions are the construction's (ids, statements, verdicts);
     4. each box is re-evaluated: the recomputed bound must not exceed the recorded one, and
        every recorded bound, and their maximum, must be at most ``eps``.  Boxes are enclosed in
        outward-rounded float64 first and in Arb balls at ``prec`` bits when that bound is above
@@ -184,6 +204,7 @@ def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=Non
         rebuilt, assumptions = rebuild(cert, d, eps, target, model_prec, cprec)
         if digest(rebuilt) != digest(mj):
             raise CertificateError("the model is not the construction for the recorded instance")
+        _check_assumptions(cert, assumptions, same_prec=cprec == cert["prec"])
         raw_boxes = _req(cert, "boxes")
         if not isinstance(raw_boxes, list) or not raw_boxes:
             raise CertificateError("'boxes' must be a non-empty list")

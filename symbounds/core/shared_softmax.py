@@ -12,9 +12,11 @@ with ``c_Q``, ``c_K`` products of named constants common to all of ``W_Q`` (resp
 ``cos(pi q) = (zeta^{qL} + zeta^{-qL}) / 2``).  The map sending a formal sum ``sum_e a_e X^e`` of
 the group algebra ``Q(i)[Z / 2L]`` to ``sum_e a_e zeta^e`` is a ring homomorphism, and it
 factors through the quotient by ``X^{L/2} = i`` (``L`` even; ``zeta^{L/2} = exp(i pi / 2) = i``),
-whose elements have the canonical form ``sum_{0 <= e < L/2} a_e X^e``.  So two scores whose
-canonical forms are equal (same exponents, same coefficients after reducing and collecting
-terms) are equal numbers.  That is the only equality used here: it is decided on integers, never on
+whose elements have the canonical form ``sum_{0 <= e < L/2} a_e X^e``.  So two scores with
+equal monomials ``c_Q c_K`` (the same product of the same named constants, compared as SymPy
+expressions: two constants of equal value but different names count as different) and equal
+canonical forms (same exponents, same coefficients after reducing and collecting terms) are
+equal numbers; a formal sum that is zero is the score 0 whatever its monomial.  That is the only equality used here: it is decided on integers, never on
 floating-point or ball values, and a near-equality (two angles differing by 2^-100) gives
 different formal sums, hence different scores.  (The converse does not hold -- a formal sum may
 vanish in value without being formally zero -- which only costs sharing, never soundness.)
@@ -272,12 +274,18 @@ def _structure(layer, tokens, heads, is_zero, chunk_rows):
     if _uniform([f for row in tok for f in row]) not in (None, sympy.Integer(1)):
         raise _NoForm  # named constants in the tokens: keep it simple
     Bs = []
-    for h in heads:
+    monos: dict = {sympy.Integer(1): 0}  # monomial c_Q c_K -> its index
+    mono_of = np.empty(len(heads), np.int64)  # per head
+    for a, h in enumerate(heads):
         hd = layer.heads[h]
         fq = [[_form(v) for v in (row[c] for c in read)] for row in hd.W_Q]
         fk = [[_form(v) for v in (row[c] for c in read)] for row in hd.W_K]
-        _uniform([f for row in fq for f in row])
-        _uniform([f for row in fk for f in row])
+        mq = _uniform([f for row in fq for f in row])
+        mk = _uniform([f for row in fk for f in row])
+        # the score's monomial c_Q c_K is part of its exact form: heads whose formal sums agree
+        # but whose monomials differ (M vs 1, M vs N with equal values) must not share
+        mono = sympy.Integer(1) if mq is None or mk is None else mq * mk
+        mono_of[a] = monos.setdefault(mono, len(monos))
         B = [[{} for _ in range(r)] for _ in range(r)]
         for a in range(len(fq)):
             for x in range(r):
@@ -308,6 +316,7 @@ def _structure(layer, tokens, heads, is_zero, chunk_rows):
     class_table: dict = {}
     class_rep: list = []
     class_u: list = []
+    class_mono: list = []  # monomial index of each row class
     for a0 in range(0, H, per):
         a1 = min(H, a0 + per)
         Tx = tuple(A[None, :, :, None, :] for A in T)  # [1, x, j, 1, Tt]
@@ -316,10 +325,14 @@ def _structure(layer, tokens, heads, is_zero, chunk_rows):
         E, R, I = (np.moveaxis(A, 1, 3).reshape((a1 - a0) * n * r, Wu) for A in (E, R, I))
         E, R, I = _canon(E, R, I, L, Wu)
         keys = np.concatenate([A.reshape((a1 - a0) * n, r * Wu) for A in (E, R, I)], axis=1)
+        mono = _mono_column(np.repeat(mono_of[a0:a1], n), keys[:, r * Wu:])
 
-        def rep(f, a0=a0, keys=keys):
+        def rep(f, a0=a0, keys=keys, mono=mono):
             class_u.append(keys[f])
+            class_mono.append(int(mono[f]))
             return (a0 + f // n, f % n)
+
+        keys = np.concatenate([mono[:, None], keys], axis=1)
 
         cls[a0:a1] = _intern(keys, class_table, class_rep, rep).reshape(a1 - a0, n)
     C = len(class_rep)
@@ -342,7 +355,8 @@ def _structure(layer, tokens, heads, is_zero, chunk_rows):
         E, R, I = _mul(Ux, Tx, L)  # [c, y, k, Wu*Tt]
         E, R, I = (np.moveaxis(A, 1, 2).reshape((c1 - c0) * n, Ws) for A in (E, R, I))
         E, R, I = _canon(E, R, I, L, Ws)
-        keys = np.concatenate([E, R, I], axis=1)
+        mono = _mono_column(np.repeat(np.asarray(class_mono[c0:c1], np.int64), n), np.concatenate([R, I], axis=1))
+        keys = np.concatenate([mono[:, None], E, R, I], axis=1)
         ids[c0:c1] = _intern(keys, score_table, score_rep,
                              lambda f, c0=c0: (c0 + f // n, f % n)).reshape(c1 - c0, n)
 
@@ -352,6 +366,12 @@ def _structure(layer, tokens, heads, is_zero, chunk_rows):
     group_rep: list = []
     group = _intern(srt, group_table, group_rep, lambda f: f)
     return Structure(heads, cls, ids, class_rep, score_rep, group, group_rep)
+
+
+def _mono_column(mono: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
+    """The monomial index of each key row, 0 (the monomial 1) for a formal sum that is zero
+    (all its coefficients ``coeffs`` are 0: the value is 0 whatever the monomial)."""
+    return np.where((coeffs != 0).any(axis=1), mono, 0)
 
 
 def _is_zero(v) -> bool:

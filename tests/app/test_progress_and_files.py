@@ -264,6 +264,37 @@ def test_ctrl_c_with_workers_is_one_line_and_exit_130(tmp_path, delay):
     assert p.returncode == 130
 
 
+def test_kill_9_of_a_worker_does_not_hang_certify(tmp_path):
+    """``kill -9`` of one worker process a second into ``certify --workers 2`` (as the kernel's
+    OOM killer would): the lost boxes are evaluated again, the run ends proved, and the
+    certificate it writes checks.  (Arb boxes: a run long enough to be killed in.)"""
+    from symbounds.core.certificate import load_certificate
+    from symbounds.papers import check_certificate
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true"}
+    out = tmp_path / "cert.json"
+    p = subprocess.Popen([sys.executable, "-m", "symbounds", "certify", "--eps", "1/10", "--workers", "2", "--quiet",
+                          "--arb-only", "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                         start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_children(p.pid)) < 2 and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(1)
+        kids = _children(p.pid)
+        assert p.poll() is None and kids, "finished before the kill"
+        os.kill(kids[0], signal.SIGKILL)
+        stdout, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 0, err
+    assert "verdict: proved" in stdout
+    cert = load_certificate(str(out))
+    assert check_certificate(cert)["boxes"] == len(cert["boxes"])
+
+
 # ------------------------------------------------------------------------------------------
 # --digits and aligned tables
 

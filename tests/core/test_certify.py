@@ -143,6 +143,92 @@ def test_check_rejects_edited_certificates(cert_file, tmp_path, capsys, edit, re
     assert len(err.splitlines()) == 1 and reason in err, err
 
 
+# ------------------------------------------------------------------------------------------
+# a certificate must describe the construction it names: its instance and its assumptions
+
+
+@pytest.fixture(scope="module")
+def model_cert_file(tmp_path_factory):
+    """A ``construction: "model"`` certificate of T(x) = x against g = x/2 (|T - g| = x/2 <= 3/5)."""
+    folder = tmp_path_factory.mktemp("model_cert")
+    (folder / "identity.json").write_text(json.dumps(_identity_model_json()))
+    path = folder / "cert.json"
+    assert main(["certify", "--model", str(folder / "identity.json"), "--target", "x1/2", "--eps", "3/5", "--quiet",
+                 "--out", str(path)]) == 0
+    return path
+
+
+def _sl26_instance_and_assumptions(c):
+    sl26 = json.loads(OLD_CERTIFICATES[1].read_text())
+    assert sl26["construction"] == "shi_liao" and sl26["assumptions"]
+    return sl26
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda c: c.__setitem__("construction", "model"), "does not fit the construction 'model'"),
+    (lambda c: c.update(construction="model", instance={"inputs": 1}), "not those of the construction 'model'"),
+    (lambda c: c["assumptions"].pop(), "not those of the construction 'shi_liao'"),
+    (lambda c: c["assumptions"].reverse(), "not those of the construction 'shi_liao'"),
+    (lambda c: c["assumptions"].append(dict(c["assumptions"][0])), "not those of the construction"),
+    (lambda c: c["assumptions"][0].__setitem__("statement", "|g| <= 10 B on a 3^1 grid"), "statement"),
+    (lambda c: c["assumptions"][1].__setitem__("verdict", "proved"), "recorded verdict 'proved'"),
+    (lambda c: c["instance"].__setitem__("d", True), "disagrees with the claim"),
+    (lambda c: c["instance"].__setitem__("inputs", 1), "unknown field 'inputs'"),
+    (lambda c: c["instance"].pop("Mg"), "instance: missing 'Mg'"),
+])
+def test_check_rejects_a_construction_certificate_describing_something_else(cert_file, tmp_path, capsys, edit, reason):
+    """An [SL26] certificate whose construction, instance or assumptions were edited."""
+    assert main(["check", str(cert_file)]) == 0
+    capsys.readouterr()
+    code = main(["check", str(_edit(cert_file, tmp_path, edit))])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert len(err.splitlines()) == 1 and reason in err, err
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda c: c.__setitem__("instance", _sl26_instance_and_assumptions(c)["instance"]),
+     "does not fit the construction 'model'"),
+    (lambda c: c.__setitem__("assumptions", _sl26_instance_and_assumptions(c)["assumptions"]),
+     "(A1, A2) are not those of the construction 'model' (none)"),
+    (lambda c: c.update(instance=_sl26_instance_and_assumptions(c)["instance"],
+                        assumptions=_sl26_instance_and_assumptions(c)["assumptions"]), "does not fit"),
+    (lambda c: c.__setitem__("instance", {"inputs": 2}), "instance.inputs is not d"),
+    (lambda c: c.__setitem__("instance", {"inputs": True}), "does not fit"),
+    (lambda c: c.__setitem__("instance", {"inputs": "1"}), "does not fit"),
+    (lambda c: c.__setitem__("instance", {"inputs": 1, "paper": "shi_liao"}), "does not fit"),
+    (lambda c: c.__setitem__("instance", {}), "does not fit"),
+    (lambda c: c.__setitem__("construction", "shi_liao"), "instance: unknown field 'inputs'"),
+])
+def test_check_rejects_a_model_certificate_describing_something_else(model_cert_file, tmp_path, capsys, edit,
+                                                                     reason):
+    """A user model's certificate (construction "model") carrying another construction's instance
+    or assumptions, or an instance outside its schema ``{"inputs": d}``."""
+    assert json.loads(model_cert_file.read_text())["instance"] == {"inputs": 1}
+    assert main(["check", str(model_cert_file)]) == 0
+    capsys.readouterr()
+    code = main(["check", str(_edit(model_cert_file, tmp_path, edit))])
+    err = capsys.readouterr().err.strip()
+    assert code == 1
+    assert len(err.splitlines()) == 1 and reason in err, err
+
+
+def test_check_at_another_precision_compares_assumptions_without_verdicts(cert_file):
+    """Checked at another precision the grid checks are re-run there: the ids and statements must
+    still be the construction's, the verdicts are not compared (they may depend on the precision)."""
+    cert = json.loads(cert_file.read_text())
+    assert check_certificate(cert, prec=256)["boxes"] == len(cert["boxes"])
+    cert["assumptions"][0]["verdict"] = "proved"
+    assert check_certificate(cert, prec=256)["boxes"] == len(cert["boxes"])
+    from symbounds.core.certificate import CertificateError
+
+    with pytest.raises(CertificateError, match="recorded verdict"):
+        check_certificate(cert)
+    cert["assumptions"][0]["statement"] += " "
+    with pytest.raises(CertificateError, match="statement"):
+        check_certificate(cert, prec=256)
+
+
 def test_check_bad_file_is_bad_input(tmp_path, capsys):
     p = tmp_path / "x.json"
     p.write_text("{not json")
@@ -171,6 +257,35 @@ def test_sweep_writes_csv_and_json(tmp_path, capsys):
         assert int(r["P"]) == math.ceil(1 / (2 * (eps / 4)))  # m = ceil(sqrt(d) / (2 r_g)), r_g = eps/(4 C_H)
         assert r["claims"] == "proved" and r["certificate"] == "proved"
         assert float(r["measured_max_error"]) <= float(r["certified_error"]) <= float(eps)
+
+
+def test_sweep_workers_run_an_instance_lost_with_its_worker_again(monkeypatch, tmp_path):
+    """sweep --workers: the worker running the eps = 1/4 instance is killed (SIGKILL, once); that
+    instance runs again and the rows are those of one process, in order."""
+    import os
+    import signal
+
+    from symbounds.papers.shi_liao import sweep as sw
+
+    args = (["1/2", "1/4", "1/3"], [1], {1: ["sin(x1)/2"]})
+    kw = dict(holder="1", bound="1", points=1)
+    plain = sw.sweep(*args, **kw)
+    flag, parent, real = str(tmp_path / "died"), os.getpid(), sw.run_instance
+
+    def run_instance(spec):
+        if os.getpid() != parent and spec["eps"] == "1/4":
+            try:
+                os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
+                os.kill(os.getpid(), signal.SIGKILL)
+            except FileExistsError:
+                pass
+        return real(spec)
+
+    monkeypatch.setattr(sw, "run_instance", run_instance)
+    rows = sw.sweep(*args, **kw, workers=2)
+    assert os.path.exists(flag)
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "seconds"} for r in rs]
+    assert strip(rows) == strip(plain) and [r["eps"] for r in rows] == args[0]
 
 
 # ------------------------------------------------------------------------------------------
@@ -292,3 +407,188 @@ def test_gradient_split_certificate_covers_the_square_and_checks():
     assert any(max(w) > 2 * min(w) for w in widths)
     assert all(max(w) <= 2 * MAX_ASPECT * min(w) for w in widths)
     assert check_certificate(cert)["boxes"] == len(res.boxes)
+
+
+# ------------------------------------------------------------------------------------------
+# a target that varies across each box: it must be enclosed over the whole box
+
+
+def _identity_model_json():
+    """``T(x) = relu(x) = x`` on [0, 1] (one feed-forward layer), as a model file."""
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    ffn = FeedForward(W1=((1,),), b1=(0,), W2=((1,),), b2=(0,), skip=0)
+    return model_to_json(Transformer((ffn,), Embedding(((0,),), ((1,),)), Readout(0, 0)), 128)
+
+
+def test_a_target_varying_across_a_box_is_enclosed_over_the_box(tmp_path, capsys):
+    """T(x) = x and g(x) = 3x/2: |T - g| = x/2, whose sup over [0, 1] is 1/2 (at x = 1) and over a
+    box [lo, hi] is hi/2.  So eps = 0.495 is false and must never be proved (a target enclosed at
+    one corner of each box, 3 lo/2, would give 1/2 - (hi - lo)/2 on the last box); with
+    eps = 0.505 every recorded bound is at least its box's hi/2."""
+    path = tmp_path / "identity.json"
+    path.write_text(json.dumps(_identity_model_json()))
+    code = main(["certify", "--model", str(path), "--target", "3*x1/2", "--eps", "0.495", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1 and "verdict: refuted" in out, out
+    for fast in (True, False):
+        res = certify_model(_identity_model_json(), "3*x1/2", 1, F(495, 1000), CertifyOptions(fast=fast))
+        assert res.verdict == "refuted", fast
+        assert F(res.counterexample["x"][0]) / 2 > F(495, 1000)  # the error there is x/2, by hand
+        res = certify_model(_identity_model_json(), "3*x1/2", 1, F(505, 1000), CertifyOptions(fast=fast))
+        assert res.verdict == "proved", fast
+        assert sum(b.hi[0] - b.lo[0] for b, _ in res.boxes) == 1
+        assert all(bound >= b.hi[0] / 2 for b, bound in res.boxes), fast
+
+
+# ------------------------------------------------------------------------------------------
+# worker processes that die: their batches are re-run, or the run stops (exit 3), never hangs
+
+
+@pytest.fixture
+def deadline():
+    """Fail (instead of hanging the suite) if the test is not done within 60 s."""
+    import signal
+
+    def expire(signum, frame):
+        raise TimeoutError("the run did not end within 60 s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def _killing_eval(monkeypatch, should_die):
+    """Replace the worker's batch function (forked workers inherit the patch) by one that kills
+    its own process with SIGKILL when ``should_die(boxes)``; never the test's own process."""
+    import os
+    import signal
+
+    import symbounds.core.boxes as boxes_mod
+
+    parent, real = os.getpid(), boxes_mod._worker_eval
+
+    def evaluate(boxes):
+        if os.getpid() != parent and should_die(boxes):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(boxes)
+
+    monkeypatch.setattr(boxes_mod, "_worker_eval", evaluate)
+
+
+def test_a_worker_killed_from_outside_loses_no_box(small_cert, deadline):
+    """SIGKILL to one worker process after the first box comes back: the lost batches run
+    again on fresh processes and the certificate is the one-process one."""
+    import multiprocessing
+    import os
+    import signal
+
+    killed = []
+
+    def progress(done, evaluated):
+        if not killed:
+            pids = [p.pid for p in multiprocessing.active_children()]
+            assert pids
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+
+    cert, _ = small_cert
+    cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(workers=2), progress)
+    assert killed and res2.verdict == "proved"
+    assert res2.extra["worker_restarts"] >= 1
+    assert cert2["boxes"] == cert["boxes"] and cert2["max_bound"] == cert["max_bound"]
+
+
+def test_a_worker_that_dies_once_loses_no_box(small_cert, monkeypatch, tmp_path, deadline):
+    """The worker that takes the batch holding the box at 0 dies once (a flag file makes it
+    once): one restart, the same certificate as one process makes."""
+    import os
+
+    flag = str(tmp_path / "died")
+
+    def once(boxes):
+        if boxes[0].lo != (F(0),):
+            return False
+        try:
+            os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return False
+        return True
+
+    _killing_eval(monkeypatch, once)
+    cert, _ = small_cert
+    cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(workers=2))
+    assert os.path.exists(flag)
+    assert res2.verdict == "proved" and res2.extra["worker_restarts"] == 1
+    assert cert2["boxes"] == cert["boxes"] and cert2["max_bound"] == cert["max_bound"]
+
+
+def test_a_batch_that_always_kills_its_worker_stops_the_run(cert_file, monkeypatch, tmp_path, capsys, deadline):
+    """Every try of the batch holding the box at 0 kills its worker: after the restarts the run
+    stops with one line and exit 3 (undecided), and the certificate already at --out is kept."""
+    from symbounds.core import boxes as boxes_mod
+
+    _killing_eval(monkeypatch, lambda boxes: any(b.lo == (F(0),) for b in boxes))
+    out = tmp_path / "cert.json"
+    out.write_bytes(cert_file.read_bytes())
+    code = main(["certify", *SMALL_FLAGS, "--workers", "2", "--quiet", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 3
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "undecided" in err[0] and "dying" in err[0], err
+    assert "verdict: proved" not in captured.out
+    assert out.read_bytes() == cert_file.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cert.json"]
+    assert boxes_mod.MAX_RESTARTS >= 1
+
+
+def test_dask_giving_up_on_a_batch_stops_the_run(monkeypatch):
+    """When the Dask scheduler gives up on a task whose workers kept dying (KilledWorker), the box
+    search stops with WorkersLost (exit 3 on the command line), not an internal error.  (A stub
+    client: the scheduler's own re-running is the slow test below.)"""
+    import types
+
+    import distributed
+
+    from symbounds.core import boxes as boxes_mod
+
+    class Future:
+        def result(self):
+            raise distributed.KilledWorker("batch", types.SimpleNamespace(address="tcp://127.0.0.1:1"), 3)
+
+    dm = object.__new__(boxes_mod._DaskMap)
+    dm.client = types.SimpleNamespace(submit=lambda *a, **k: Future())
+    dm.setup_future = None
+    monkeypatch.setattr(distributed, "as_completed", lambda futures: iter(futures))
+    with pytest.raises(boxes_mod.WorkersLost, match="undecided"):
+        list(dm.imap([[Box((F(0),), (F(1),))]]))
+
+
+@pytest.mark.slow  # a process LocalCluster takes ~10 s to start on two cores
+def test_dask_reruns_the_tasks_of_a_killed_worker(small_cert, deadline):
+    """On a Dask cluster (two worker processes under nannies) one worker is killed with SIGKILL
+    after the first box comes back: the scheduler re-runs its tasks elsewhere and the
+    certificate is the one-process one."""
+    import os
+    import signal
+
+    import distributed
+
+    cert, _ = small_cert
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            pids = sorted(client.run(os.getpid).values())
+        killed = []
+
+        def progress(done, evaluated):
+            if not killed:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(scheduler=cluster.scheduler_address),
+                                       progress)
+    assert killed and res2.verdict == "proved"
+    assert cert2["boxes"] == cert["boxes"] and cert2["max_bound"] == cert["max_bound"]

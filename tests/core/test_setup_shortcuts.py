@@ -2,11 +2,14 @@
 sharing is found exactly, refuses near-equalities, and its balls contain values computed
 independently (a direct 300-bit mpmath evaluation); verdicts match the entry-by-entry path."""
 
+import dataclasses
 import random
 from fractions import Fraction
 
 import mpmath
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import sympy
 from sympy import Integer, Rational, Symbol
 
@@ -247,3 +250,136 @@ def test_shi_liao_small_P(eps):
         verdicts_plain = [decide(BallContext(128), m).verdict for m in plain_claims]
     verdicts_fast = [decide(BallContext(128), m).verdict for m in sl.measure(BallContext(128), K, sl.build(K), pts)]
     assert verdicts_fast == verdicts_plain
+
+
+# ------------------------------------------------------------------------------------------
+# Heads whose scores differ only by a named-constant factor c_Q c_K: their formal sums agree, so
+# only the monomial tells them apart.
+
+_A, _B, _C = Symbol("A_test", positive=True), Symbol("B_test", positive=True), Symbol("C_test", positive=True)
+#: A and B have equal values but different names (they still must not be merged by value)
+_VALUES = {_A: Rational(3, 2), _B: Rational(3, 2), _C: Rational(2, 3)}
+_MONOS = [Integer(1), _A, _B, _C, _A**2, _A * _B, _B * _C, _A * _C**2, _A**2 * _B]
+
+
+def _monomial_heads_model(specs, n=6):
+    """Rows: 0 = x (token 0), 1-2 = positions (sin, cos of 2 q / n), then one output row per
+    head.  Head ``h`` = ``(mono_Q, mono_K, phi, in_K)`` scores ``mono_Q mono_K <R(phi) p_j, p_k>``
+    with the monomial on ``W_Q`` (and, when ``in_K``, ``mono_K`` on ``W_K``, else on ``W_Q``
+    too); its value is ``x`` (token 0), written to its own row, so every head's weights
+    show in the state."""
+    H = len(specs)
+    D = 3 + H
+    base = [[Integer(0)] * n for _ in range(D)]
+    for j in range(n):
+        q = Rational(2 * (j + 1), n)
+        base[1][j], base[2][j] = sinpi(q), cospi(q)
+    E = tuple((Integer(1 if r == 0 else 0),) for r in range(D))
+    heads = []
+    for h, (mq, mk, phi, in_k) in enumerate(specs):
+        phi = Rational(-2 * phi, n)
+        cq, ck = (mq, mk) if in_k else (mq * mk, Integer(1))
+        WQ = [[0, cq * cospi(phi), cq * sinpi(phi)] + [0] * H, [0, -cq * sinpi(phi), cq * cospi(phi)] + [0] * H]
+        WK = [[0, ck, 0] + [0] * H, [0, 0, ck] + [0] * H]
+        WV = [[1, 0, 0] + [0] * H]
+        WO = [[1 if r == 3 + h else 0] for r in range(D)]
+        heads.append(Head(*(tuple(tuple(sympy.sympify(v) for v in row) for row in W) for W in (WQ, WK, WV, WO))))
+    att = Attention(tuple(heads), "softmax", Integer(0))
+    return Transformer((att,), Embedding(tuple(map(tuple, base)), E, 0), None, "vector",
+                       tuple(_VALUES.items()))
+
+
+def _two_heads(where: str):
+    """Head 0 scores with ``M`` (value 10) on ``W_Q`` or ``W_K``, head 1 the same without it."""
+    D = 4
+    one, zero = Integer(1), Integer(0)
+    base = ((one, zero), (zero, zero), (zero, zero), (zero, zero))  # token values t = (1, 0)
+    E = ((zero,), (one,), (zero,), (zero,))  # x enters row 1 of token 0
+
+    def head(c, out_row):
+        WQ = ((c if where == "Q" else one, zero, zero, zero),)
+        WK = ((c if where == "K" else one, zero, zero, zero),)
+        WV = ((zero, one, zero, zero),)
+        WO = tuple((one if r == out_row else zero,) for r in range(D))
+        return Head(WQ, WK, WV, WO)
+
+    att = Attention((head(M, 2), head(one, 3)), "softmax", zero)
+    return Transformer((att,), Embedding(base, E, 0), Readout(3, 0), "vector", ((M, Integer(10)),))
+
+
+@pytest.mark.parametrize("where", ["Q", "K"])
+def test_a_named_constant_factor_is_not_shared(where):
+    """``W_Q`` (or ``W_K``) of head 0 is ``[[M, 0, ...]]`` with M = 10, head 1's is ``[[1, 0, ...]]``:
+    equal formal sums, different scores.  Head 1's row 0 scores the tokens (1, 0) as (1, 0), so
+    the readout (its output at token 0, x = 1) is ``e / (e + 1)`` by hand; with M's scores it
+    would be ``e^10 / (e^10 + 1)``."""
+    model = _two_heads(where)
+    S = T._shared_structure(model, 0)
+    assert S is not None
+    assert S.cls[0, 0] != S.cls[1, 0]
+    v = forward(BallContext(128), model, (Fraction(1),))
+    with mpmath.workdps(DPS):
+        e = mpmath.e
+        _check_contains(v, e / (e + 1))
+        out, _ = _direct(model, (Fraction(1),), {M: 10})
+        _check_contains(v, out[3][0])
+        Z = forward(BallContext(128), dataclasses.replace(model, readout=None), (Fraction(1),), stop=1)
+        _check_contains(Z[2][0], out[2][0])  # head 0 keeps its own scores
+    with T.plain_setup():
+        assert forward(BallContext(128), _two_heads(where), (Fraction(1),)).overlaps(v)
+
+
+_head_spec = st.tuples(st.sampled_from(_MONOS), st.sampled_from(_MONOS), st.integers(0, 1), st.booleans())
+
+
+@settings(max_examples=30, deadline=None)
+@given(specs=st.lists(_head_spec, min_size=2, max_size=5), x=st.fractions(-3, 3, max_denominator=50))
+def test_heads_differing_by_named_constant_monomials_are_enclosed(specs, x):
+    """Random heads whose scores are ``c_Q c_K`` times one of two rotations: different constants,
+    powers, products, and ``A``, ``B`` of equal value but different names.  Every entry of the
+    state after the shared pass contains a direct 300-bit evaluation, and two heads share a row
+    class only when their monomials (as written) are equal."""
+    model = _monomial_heads_model(specs)
+    S = T._shared_structure(model, 0)
+    assert S is not None
+    Z = forward(BallContext(128), model, (x,), stop=1)
+    out, _ = _direct(model, (x,), _VALUES)
+    for r in range(len(Z)):
+        for j in range(len(Z[0])):
+            _check_contains(Z[r][j], out[r][j])
+    # the same sharing when the keys are formed in chunks of one head (the monomial column
+    # follows its rows through the chunking; ids may be numbered otherwise)
+    S1 = shared_softmax.structure(model.layers[0], model.embedding.base, S.heads, T._is_exact_zero, chunk_rows=1)
+    for a, b in ((S.cls, S1.cls), (S.ids[S.cls], S1.ids[S1.cls]), (S.group[S.cls], S1.group[S1.cls])):
+        pairs = set(zip(a.ravel().tolist(), b.ravel().tolist()))
+        assert len(pairs) == len(set(a.ravel().tolist())) == len(set(b.ravel().tolist()))
+    mono = [mq * mk for mq, mk, _, _ in specs]
+    for a in range(len(specs)):
+        for b in range(a):
+            if mono[a] != mono[b]:  # structurally: A and B differ although equal in value
+                assert not (S.cls[a] == S.cls[b]).any()  # each token's row has nonzero scores
+
+
+def test_shi_liao_head_times_M_is_enclosed():
+    """[SL26] (the default instance, P = 40): one position head's ``W_Q`` multiplied by the
+    named constant ``M`` at x = 7/10 (the heads that matter there: the tampered network's value
+    differs from the untouched one's).  The shared pass's ball contains the plain pass's value."""
+    K = sl.constants(sl.Instance())
+    Msym = dict((str(s), s) for s, _ in sl.build(K).definitions)["M"]
+
+    def tampered(h=28):
+        model = sl.build(K)
+        att = model.layers[0]
+        hd = att.heads[h]
+        hd = dataclasses.replace(hd, W_Q=tuple(tuple(Msym * v for v in row) for row in hd.W_Q))
+        att = dataclasses.replace(att, heads=att.heads[:h] + (hd,) + att.heads[h + 1:])
+        return dataclasses.replace(model, layers=(att,) + model.layers[1:])
+
+    x = (Fraction(7, 10),)
+    v = forward(BallContext(128), tampered(), x)
+    with T.plain_setup():
+        w = forward(MPContext(300), tampered(), x)
+        plain_ball = forward(BallContext(128), tampered(), x)
+    untouched = forward(BallContext(128), sl.build(K), x)
+    assert not plain_ball.overlaps(untouched)  # the tampering shows in the value
+    _check_contains(v, w)

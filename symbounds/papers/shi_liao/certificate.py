@@ -56,6 +56,9 @@ def rebuild(cert: dict, d: int, eps, target: str, model_prec: int, prec: int):
     unknown = sorted(set(inst_json) - _INSTANCE_FIELDS)
     if unknown:
         raise CertificateError(f"instance: unknown field {str(unknown[0])[:40]!r}")
+    missing = sorted(_INSTANCE_FIELDS - set(inst_json))
+    if missing:  # every field is written (None for M and Mg when derived)
+        raise CertificateError(f"instance: missing '{missing[0]}'")
     if inst_json.get("paper") != "shi_liao" or cert.get("construction") != "shi_liao":
         raise CertificateError("instance: 'paper' disagrees with the construction")
     if _field(inst_json, "target") != target:
@@ -66,7 +69,7 @@ def rebuild(cert: dict, d: int, eps, target: str, model_prec: int, prec: int):
         d=d, alpha=_field(inst_json, "alpha"), C_H=_field(inst_json, "holder"), B=_field(inst_json, "bound"),
         eps=eps, target=target, M=inst_json.get("M"), M_g=inst_json.get("Mg"),
     )
-    if inst_json.get("d") != d or parse_number(inst_json.get("eps", "0"), "instance.eps") != eps:
+    if type(inst_json.get("d")) is not int or inst_json.get("d") != d or parse_number(inst_json.get("eps", "0"), "instance.eps") != eps:
         raise CertificateError("the instance disagrees with the claim (d or eps)")
     K = constants(inst)
     ball = BallContext(prec)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io as _io
 import json
-import multiprocessing
 import time
 from fractions import Fraction
 
@@ -63,6 +62,12 @@ def run_instance(spec: dict) -> dict:
     return row
 
 
+def _run_indexed(item):
+    """``(i, run_instance(spec))`` for ``item = (i, spec)`` (results come back in any order)."""
+    i, spec = item
+    return i, run_instance(spec)
+
+
 def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8, certify=False, workers=1,
           progress=None) -> list[dict]:
     """Rows for every (d, target, eps); ``targets`` maps d to a list of expressions (None: the
@@ -82,15 +87,19 @@ def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8,
                              "whose claims a sweep measures")
     rows = []
     if workers > 1:
-        from ...core.boxes import ignore_sigint, sigint_blocked
+        from ...core.boxes import LocalPool, ignore_sigint
 
-        with sigint_blocked():
-            pool = multiprocessing.get_context("fork").Pool(workers, initializer=ignore_sigint)
-        with pool:
-            for row in pool.imap(run_instance, specs):
-                rows.append(row)
+        # an instance lost with its worker process is run again (core.boxes.LocalPool)
+        pool = LocalPool(workers, (), task=_run_indexed, initializer=ignore_sigint)
+        done = {}
+        try:
+            for i, row in pool.imap(list(enumerate(specs))):
+                done[i] = row
                 if progress:
-                    progress(len(rows), len(specs))
+                    progress(len(done), len(specs))
+        finally:
+            pool.close()
+        rows = [done[i] for i in range(len(specs))]
     else:
         for s in specs:
             rows.append(run_instance(s))
