@@ -13,6 +13,7 @@ import sympy
 
 from ..core.exact import NumberError, parse_number
 from ..core.expr import ExprError
+from ..core.files import check_writable
 from ..papers import shi_liao as sl
 from ..papers.shi_liao.manifolds.manifold import instance_from_args
 
@@ -120,11 +121,11 @@ def instance(args):
 
 
 def check_out_folders(*paths) -> None:
+    """Before any work, every file a command will write: not a folder or a device, in a folder
+    that exists and takes a new file (:func:`symbounds.core.files.check_writable`)."""
     for path in paths:
         if path is not None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise UsageError(f"{path}: folder {folder} does not exist")
+            check_writable(path, UsageError)
 
 
 class Bar:

@@ -31,7 +31,7 @@ from ..papers.shi_liao.certificate import certify_instance
 from ..papers.shi_liao.rate import add_rate_arguments, run_rate
 from ..papers.shi_liao.run import PouOptions
 from ..papers.shi_liao.run import run as pou_run
-from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
+from ..papers.shi_liao.sweep import json_twin, parse_list, sweep, table_text, write_table
 from .args import (
     Bar,
     Parser,
@@ -258,7 +258,7 @@ def _sweep(args) -> int:
         if args.target and not fitting:
             raise UsageError(f"--target: no given target is an expression in x1..x{d}")
         targets[d] = fitting or None
-    check_out_folders(args.out)
+    check_out_folders(args.out, json_twin(args.out))
     bar = Bar(args, "instance")
     try:
         rows = sweep(eps_list, d_list, targets, args.alpha, args.holder, args.bound, args.points, args.certify,

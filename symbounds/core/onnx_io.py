@@ -42,6 +42,9 @@ __all__ = ["OnnxError", "export_onnx", "import_onnx", "model_to_onnx", "onnx_to_
 
 OPSET = 17
 
+#: the largest ONNX file read (its bytes are read once, then parsed)
+MAX_ONNX_BYTES = 64 * 2**20
+
 
 class OnnxError(NumberError):
     """An ONNX file that cannot be read or written (one line naming the problem)."""
@@ -746,11 +749,12 @@ def onnx_to_model(proto) -> Transformer:
 
 
 def import_onnx(path: str) -> Transformer:
+    from .files import read_user_file
+
     onnx, *_ = _onnx()
-    try:
-        proto = onnx.load(path)
-    except OSError as e:
-        raise OnnxError(f"{path}: {e.strerror or e}") from None
+    data = read_user_file(path, OnnxError, MAX_ONNX_BYTES)
+    try:  # from the bytes read: onnx.load would read the file, and any external data, unbounded
+        proto = onnx.load_model_from_string(data)
     except Exception as e:  # protobuf's decode errors have no common base class
         raise OnnxError(f"{path}: not an ONNX file ({type(e).__name__})") from None
     model = onnx_to_model(proto)
