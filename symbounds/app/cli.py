@@ -14,7 +14,7 @@ import sys
 from fractions import Fraction
 
 from ..core.boxes import CertifyOptions
-from ..core.certificate import MIN_CERT_PREC, CertificateError, NotACertificate, load_certificate, write_certificate
+from ..core.certificate import MIN_CERT_PREC, CertificateError, NotACertificate, load_certificate
 from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_up
 from ..core.expr import ExprError
@@ -50,7 +50,14 @@ from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
 from .report import interp_json, interp_text, pou_json, pou_text, tau_text, tighten_json, tighten_text
 from .tikhonov_cli import add_tikhonov_arguments, run_tikhonov
-from .usermodel import MODEL_COMMANDS, add_model_certify_arguments, add_model_commands, run_model_certify
+from .usermodel import (
+    MODEL_COMMANDS,
+    add_model_certify_arguments,
+    add_model_commands,
+    check_certificate_out,
+    run_model_certify,
+    save_certificate,
+)
 
 __all__ = ["main"]
 
@@ -181,7 +188,7 @@ def _certify(args) -> int:
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    check_out_folders(args.out)
+    check_certificate_out(args)
     bar = Bar(args, "box")
     try:
         cert, res = certify_instance(
@@ -191,9 +198,7 @@ def _certify(args) -> int:
         raise UsageError(str(e)) from None
     finally:
         bar.close()
-    if args.out:
-        write_certificate(args.out, cert)
-        written(args.out)
+    out = save_certificate(args, cert) if args.out else None
     summary = {k: cert[k] for k in ("verdict", "d", "eps", "target", "max_bound", "counterexample", "seconds",
                                     "boxes_evaluated")}
     summary["boxes"] = len(cert["boxes"])
@@ -209,7 +214,7 @@ def _certify(args) -> int:
         print("  assumptions on g (grid): " + ", ".join(f"{a['id']} {a['verdict']}" for a in cert["assumptions"]))
         if res.counterexample:
             print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), |T - g| = {res.counterexample['error']}")
-        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
+        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {out}" if out else ""))
         grid = [a["id"] for a in cert["assumptions"] if a["verdict"] == "evidence"]
         why = f" (assumptions {', '.join(grid)} on g: grid evidence only)" if res.verdict == "proved" and grid else ""
         print(f"verdict: {res.verdict}{why}")
