@@ -169,11 +169,13 @@ def instance(args):
 
 
 def check_out_folders(*paths) -> None:
+    """Before any work, every file a command will write: not a folder or a device, in a folder
+    that exists and takes a new file (:func:`symbounds.core.files.check_writable`)."""
+    from ..core.files import check_writable
+
     for path in paths:
         if path is not None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise UsageError(f"{path}: folder {folder} does not exist")
+            check_writable(path, UsageError)
 
 
 class Bar:

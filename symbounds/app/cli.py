@@ -252,10 +252,10 @@ def _rate(args) -> int:
 
 def _certify(args) -> int:
     from ..core.boxes import CertifyOptions
-    from ..core.certificate import MIN_CERT_PREC, write_certificate
+    from ..core.certificate import MIN_CERT_PREC
     from ..core.exact import decimal_up
     from ..papers.shi_liao.certificate import certify_instance
-    from .usermodel import run_model_certify
+    from .usermodel import check_certificate_out, run_model_certify, save_certificate
 
     if args.model is not None or args.spec is not None:
         return run_model_certify(args)
@@ -267,7 +267,7 @@ def _certify(args) -> int:
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    check_out_folders(args.out)
+    check_certificate_out(args)
     bar = Bar(args, "box")
     try:
         cert, res = certify_instance(
@@ -277,9 +277,7 @@ def _certify(args) -> int:
         raise UsageError(str(e)) from None
     finally:
         bar.close()
-    if args.out:
-        write_certificate(args.out, cert)
-        written(args.out)
+    out = save_certificate(args, cert) if args.out else None
     summary = {k: cert[k] for k in ("verdict", "d", "eps", "target", "max_bound", "counterexample", "seconds",
                                     "boxes_evaluated")}
     summary["boxes"] = len(cert["boxes"])
@@ -295,7 +293,7 @@ def _certify(args) -> int:
         print("  assumptions on g (grid): " + ", ".join(f"{a['id']} {a['verdict']}" for a in cert["assumptions"]))
         if res.counterexample:
             print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), |T - g| = {res.counterexample['error']}")
-        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
+        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {out}" if out else ""))
         grid = [a["id"] for a in cert["assumptions"] if a["verdict"] == "evidence"]
         why = f" (assumptions {', '.join(grid)} on g: grid evidence only)" if res.verdict == "proved" and grid else ""
         print(f"verdict: {res.verdict}{why}")
@@ -329,7 +327,7 @@ def _check(args) -> int:
 def _sweep(args) -> int:
     from ..core.expr import ExprError, input_names
     from ..papers import shi_liao as sl
-    from ..papers.shi_liao.sweep import parse_list, sweep, table_text, write_table
+    from ..papers.shi_liao.sweep import json_twin, parse_list, sweep, table_text, write_table
 
     try:
         eps_list = parse_list(args.eps, "--eps")
@@ -352,7 +350,7 @@ def _sweep(args) -> int:
         if args.target and not fitting:
             raise UsageError(f"--target: no given target is an expression in {input_names(d)}")
         targets[d] = fitting or None
-    check_out_folders(args.out)
+    check_out_folders(args.out, json_twin(args.out))
     bar = Bar(args, "instance")
     try:
         rows = sweep(eps_list, d_list, targets, args.alpha, args.holder, args.bound, args.points, args.certify,

@@ -54,7 +54,7 @@ import sympy
 from ..core.claims import RELATION_TEX
 from ..core.contexts import BallContext
 from ..core.exact import as_fraction, decimal
-from ..core.files import atomic_write
+from ..core.files import atomic_write, check_writable
 from ..papers.alcalde.dataset import load_dataset, random_dataset
 from ..papers.alcalde.run import InterpOptions, thresholds
 from ..papers.alcalde.run import run as interp_run
@@ -713,12 +713,7 @@ def _interp_dataset(args):
 
 def run_latex(args) -> int:
     """``symbounds latex``: write the document; returns 0 (bad input raises ValueError, one line)."""
-    import os
-
-
-    folder = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(folder):
-        raise ValueError(f"{args.out}: folder {folder} does not exist")
+    check_writable(args.out, ValueError)
     if args.what == "tighten":  # the booktabs tables of a tighten sweep: tighten_figures
         from .tighten_figures import run_latex_tighten
 

@@ -36,6 +36,7 @@ Command line::
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -45,6 +46,7 @@ from fractions import Fraction
 import flint
 
 from ..core.contexts import BallContext
+from ..core.files import check_writable, read_user_text
 from ..core.modelfile import parse_number
 from ..papers import shi_liao as sl
 from ..papers.shi_liao.run import PouOptions, run
@@ -54,6 +56,9 @@ __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_fig
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
 
 KINDS = ("error", "size", "leakage", "tighten")
+
+#: the largest sweep table read
+_MAX_TABLE = 64 * 2**20
 
 
 def _pyplot():
@@ -68,16 +73,14 @@ def _pyplot():
 
 def load_table(path: str) -> list[dict]:
     """The rows of a sweep table (``TABLE.json`` as written by ``symbounds sweep``, or its CSV twin)."""
+    text = read_user_text(path, ValueError, _MAX_TABLE)
     try:
-        with open(path, encoding="utf-8") as f:
-            if path.endswith(".csv"):
-                rows = list(csv.DictReader(f))
-            else:
-                data = json.load(f)
-                rows = data["rows"] if isinstance(data, dict) else data
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as e:
+        if path.endswith(".csv"):
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        else:
+            data = json.loads(text)
+            rows = data["rows"] if isinstance(data, dict) else data
+    except (json.JSONDecodeError, KeyError, TypeError, RecursionError, csv.Error) as e:
         raise ValueError(f"{path}: not a sweep table ({type(e).__name__})") from None
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError(f"{path}: the table has no rows")
@@ -504,9 +507,7 @@ def run_plot(args) -> int:
     """``symbounds plot``: draw and write the figure; returns 0 (bad input raises ValueError)."""
     if not args.out.lower().endswith(FIGURE_FORMATS):
         raise ValueError(f"{args.out}: use a .png, .svg or .pdf file name")
-    folder = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(folder):
-        raise ValueError(f"{args.out}: folder {folder} does not exist")
+    check_writable(args.out, ValueError)
     if args.kind == "tighten":  # slack against eps, and the (M_g, M) map: tighten_figures
         from .tighten_figures import run_plot_tighten
 

@@ -61,7 +61,12 @@ def approx_text(text: str, digits: int = DIGITS) -> str:
     t = text.strip()
     if "/" in t or not _DECIMAL.fullmatch(t) or "." not in t and "e" not in t:
         return text
-    return decimal(parse_number(t), digits)
+    try:
+        q = parse_number(t)
+    except NumberError:  # an exponent beyond the bound on a user's numbers (e^2400 ~ 1e1042): Arb reads it
+        with flint.ctx.workprec(max(64, 4 * digits + 16)):
+            return flint.arb(t).str(digits, radius=False)
+    return decimal(q, digits)
 
 
 def _table(rows: list, align: str, indent: str = "  ") -> list:

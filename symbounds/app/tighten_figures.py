@@ -37,7 +37,7 @@ import os
 from fractions import Fraction
 
 from ..core.exact import NumberError, parse_number
-from ..core.files import atomic_write
+from ..core.files import atomic_write, read_user_text
 
 __all__ = ["load_tighten_table", "load_map", "exponent_fits", "plot_tighten", "tighten_latex", "run_plot_tighten",
            "run_latex_tighten", "NOMINAL"]
@@ -58,16 +58,10 @@ def _num(text, what) -> Fraction:
 
 
 def _read_json(path: str, what: str):
+    text = read_user_text(path, ValueError, _MAX_FILE)
     try:
-        if os.path.getsize(path) > _MAX_FILE:
-            raise ValueError(f"{path}: larger than {_MAX_FILE >> 20} MiB")
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: is a folder, not a {what}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
         raise ValueError(f"{path}: not a {what} ({type(e).__name__})") from None
 
 

@@ -6,19 +6,21 @@ Exit codes as for every command: 0 proved (or done), 1 refuted, 2 bad input, 3 u
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..core.bound import BoundError, BoundUndecided, bound, certify
 from ..core.boxes import CertifyOptions
-from ..core.certificate import write_certificate
+from ..core.certificate import beside, certificate_destination, write_certificate
 from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_down, decimal_up
 from ..core.expr import ExprError
 from ..core.modelfile import ModelFileError, load_model
 from .args import Bar, UsageError, check_out_folders, number, written
 
-__all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments", "add_model_certify_arguments", "run_model_certify",
-           "parse_box"]
+__all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments",
+           "add_model_certify_arguments", "run_model_certify", "parse_box", "check_certificate_out",
+           "save_certificate"]
 
 MAX_PREC = 1 << 16
 
@@ -69,6 +71,33 @@ def add_model_certify_arguments(c) -> None:
                    help="certify a model file instead of a construction (with --target and --eps, or --spec)")
     c.add_argument("--spec", default=None, metavar="PROP.vnnlib",
                    help="with --model: prove that no input of the property's box reaches its unsafe outputs")
+    c.add_argument("--force", action="store_true",
+                   help="replace a proved certificate at --out even when this run does not prove "
+                        "(otherwise it is kept and this one is written beside it, CERT.refuted.json or "
+                        "CERT.undecided.json)")
+
+
+def check_certificate_out(args) -> None:
+    """Before any work: ``--out`` and, when a file is there already, the two files beside it that
+    a refuted or undecided run would write instead of replacing a proved certificate."""
+    if args.out is None:
+        return
+    paths = [args.out]
+    if os.path.isfile(args.out) and not args.force:
+        paths += [beside(args.out, v) for v in ("refuted", "undecided")]
+    check_out_folders(*paths)
+
+
+def save_certificate(args, cert: dict) -> str:
+    """Write the certificate of a run to ``--out``, keeping a proved certificate found there when
+    this one is not proved (unless ``--force``); returns the path written (named on stderr)."""
+    path = certificate_destination(args.out, cert["verdict"], args.force)
+    write_certificate(path, cert)
+    if path != args.out:
+        print(f"symbounds: {args.out} holds a proved certificate: kept (--force replaces it); "
+              f"this {cert['verdict']} one is written beside it", file=sys.stderr)
+    written(path)
+    return path
 
 
 def parse_box(text: str) -> tuple[list, list]:
@@ -150,8 +179,8 @@ def run_model_certify(args) -> int:
             raise UsageError(f"--{flag}: not used with --model (the model file is the network)")
     prec = _prec(args.prec)
     if args.spec is not None:
-        if args.target is not None or args.eps is not None or args.out is not None:
-            raise UsageError("--spec replaces --target, --eps and --out")
+        if args.target is not None or args.eps is not None or args.out is not None or args.force:
+            raise UsageError("--spec replaces --target, --eps, --out and --force")
         return _certify_spec(args, prec)
     if args.target is None or args.eps is None:
         raise UsageError("--model needs --target EXPR and --eps E (or --spec PROP.vnnlib)")
@@ -163,7 +192,7 @@ def run_model_certify(args) -> int:
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
     model = _load(args.model)  # every malformed part reported before any work
-    check_out_folders(args.out)
+    check_certificate_out(args)
     bar = Bar(args, "box")
     try:
         cert, res = certify(args.model, args.target, eps,
@@ -178,9 +207,7 @@ def run_model_certify(args) -> int:
     finally:
         bar.close()
     del model
-    if args.out:
-        write_certificate(args.out, cert)
-        written(args.out)
+    out = save_certificate(args, cert) if args.out else None
     if args.json:
         print(json.dumps({k: cert[k] for k in ("verdict", "d", "eps", "target", "max_bound", "counterexample",
                                                "seconds", "boxes_evaluated")}
@@ -194,7 +221,7 @@ def run_model_certify(args) -> int:
         if res.counterexample:
             print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), "
                   f"|T - g| = {res.counterexample['error']}")
-        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
+        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {out}" if out else ""))
         print(f"verdict: {res.verdict}")
     return {"proved": 0, "refuted": 1, "undecided": 3}[res.verdict]
 

@@ -11,6 +11,7 @@ construction through a ``rebuild`` callable, so this module knows no paper.
 from __future__ import annotations
 
 import json
+import os
 from fractions import Fraction
 
 from .boxes import BATCH, Box, CertifyResult, box_bounds, boxes_cover_cube, digest, float_evaluator
@@ -26,7 +27,10 @@ __all__ = [
     "MODEL_PREC_RANGE",
     "CertificateError",
     "NotACertificate",
+    "beside",
+    "certificate_destination",
     "check_certificate",
+    "holds_proved_certificate",
     "load_certificate",
     "make_certificate",
     "write_certificate",
@@ -156,6 +160,33 @@ def _check_assumptions(cert: dict, rebuilt: list, same_prec: bool) -> None:
 
 def write_certificate(path: str, cert: dict) -> None:
     atomic_write(path, json.dumps(cert, indent=1) + "\n")
+
+
+def beside(path: str, verdict: str) -> str:
+    """Where a ``verdict`` (refuted, undecided) certificate goes when ``path`` holds a proved one:
+    ``good.json`` -> ``good.refuted.json`` (``.json`` dropped from the name first, if there)."""
+    stem = path[:-5] if path.endswith(".json") else path
+    return f"{stem}.{verdict}.json"
+
+
+def holds_proved_certificate(path: str) -> bool:
+    """Does ``path`` hold a certificate file whose verdict is proved?  (Its format and verdict are
+    read, not re-checked: a file that only says so is kept too, which is the cautious side.)"""
+    if not os.path.isfile(path):
+        return False
+    try:
+        return load_certificate(path).get("verdict") == "proved"
+    except CertificateError:
+        return False
+
+
+def certificate_destination(path: str, verdict: str, force: bool = False) -> str:
+    """The file a certificate of ``verdict`` asked for at ``path`` is written to: ``path``, unless
+    ``path`` holds a proved certificate, this one is not proved and ``force`` is not given; then
+    :func:`beside` it, and the proved file is kept."""
+    if verdict == "proved" or force or not holds_proved_certificate(path):
+        return path
+    return beside(path, verdict)
 
 
 def check_certificate(cert: dict, rebuild, prec: int | None = None, progress=None) -> dict:

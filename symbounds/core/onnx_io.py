@@ -28,6 +28,13 @@ bias becomes a bias after the heads (softmax rows sum to 1).  Every float weight
 exact binary rational (``Fraction(float)`` is exact).  Anything else is refused with one line
 naming the node and its operation.  Layer norms, query biases, masks, dynamic shapes (Shape,
 Unsqueeze) and graphs with several inputs are not supported.
+
+A file can declare what it does not hold (an input ``[10^9]``, an initializer of ``10^6 x 10^6``
+entries and no data): the file is read up to :data:`MAX_ONNX_BYTES`, every declared dimension of
+the input and every constant's shape is checked against :data:`MAX_WIDTH`, :data:`MAX_TOKENS`
+and :data:`MAX_ELEMENTS` before anything of that size is built, and initializers are converted
+under the same one-line error handling as nodes.  External data (weights in another file) is
+refused.
 """
 
 from __future__ import annotations
@@ -41,6 +48,15 @@ from .transformer import Attention, Embedding, FeedForward, Head, Readout, Trans
 __all__ = ["OnnxError", "export_onnx", "import_onnx", "model_to_onnx", "onnx_to_model"]
 
 OPSET = 17
+
+#: the largest ONNX file read (its bytes are read once, then parsed)
+MAX_ONNX_BYTES = 64 * 2**20
+#: import limits, checked before anything of that size is built: the features of the input and of
+#: every tensor computed from it (the importer holds ``D x k`` matrices of exact rationals), the
+#: declared number of tokens, and the entries of all constant tensors together
+MAX_WIDTH = 1024
+MAX_TOKENS = 2**16
+MAX_ELEMENTS = 2**22
 
 
 class OnnxError(NumberError):
@@ -253,11 +269,28 @@ class _Importer:
         self.width = None
         self.embedding = None
         self.input_kind = None
+        self.room = MAX_ELEMENTS  # entries of constant tensors still allowed
 
     # --- helpers ----------------------------------------------------------------------------
     def frac_array(self, t, where):
+        """A TensorProto as an object array of exact Fractions, its declared shape checked (and
+        charged to the budget of constant entries) before anything of that shape is built."""
         np = self.np
+        if t.data_location == 1:  # TensorProto.EXTERNAL
+            raise OnnxError(f"{where}: weights stored in another file (external data) are not read")
+        dims = [int(x) for x in t.dims]
+        if any(x < 0 for x in dims):
+            raise OnnxError(f"{where}: a negative dimension in the declared shape {dims}")
+        n = 1
+        for x in dims:
+            n *= x
+        if n > self.room:
+            raise OnnxError(f"{where}: declares {' x '.join(map(str, dims))} = {n} entries, above the "
+                            f"{MAX_ELEMENTS} entries the constant tensors may hold in all")
+        self.room -= n
         arr = self.numpy_helper.to_array(t)
+        if list(arr.shape) != dims:
+            raise OnnxError(f"{where}: holds {arr.size} entries for the declared shape {dims}")
         if arr.dtype.kind == "f":
             if not np.all(np.isfinite(arr)):
                 raise OnnxError(f"{where}: a weight is not finite")
@@ -272,15 +305,33 @@ class _Importer:
             return out
         raise OnnxError(f"{where}: unsupported tensor type {arr.dtype}")
 
+    @staticmethod
+    def _fits(shape):
+        """Matrices of the importer have at most ``MAX_WIDTH`` features a side (a ValueError,
+        named by the node being read, before the allocation)."""
+        if any(not (0 <= x <= MAX_WIDTH) for x in shape):
+            raise ValueError(f"a tensor of {' x '.join(map(str, shape))} features, above the limit of {MAX_WIDTH}")
+
     def eye(self, n):
         np = self.np
+        self._fits((n, n))
         m = np.full((n, n), Fraction(0), dtype=object)
         for i in range(n):
             m[i, i] = Fraction(1)
         return m
 
     def zeros(self, *shape):
+        self._fits(shape)
         return self.np.full(shape, Fraction(0), dtype=object)
+
+    def const_result(self, shape):
+        """Charge the entries of a constant computed from constants (a product, a broadcast sum)."""
+        n = 1
+        for x in shape:
+            n *= int(x)
+        if n > self.room:
+            raise ValueError(f"a constant of {n} entries, above the {MAX_ELEMENTS} the constant tensors may hold")
+        self.room -= n
 
     def identity_aff(self, rank=2):
         return _Aff(self.state, self.eye(self.width), self.zeros(self.width), rank=rank)
@@ -373,6 +424,7 @@ class _Importer:
         return (root, ops + [(op, arg)])
 
     def aff_matmul(self, v: _Aff, W):
+        self._fits(W.shape[1:])
         return _Aff(v.state, v.L.dot(W), v.c.dot(W), [(M1, b1, Wr.dot(W)) for M1, b1, Wr in v.relus],
                     [(Mq, Mk, Mv, Wo.dot(W), kd) for Mq, Mk, Mv, Wo, kd in v.heads], v.rank,
                     self._chain(v, "matmul", W))
@@ -432,6 +484,7 @@ class _Importer:
             raise OnnxError(f"{where}: concatenates tensors of different layers")
         ks = [x.k for x in args]
         total = sum(ks)
+        self._fits((total,))
         L = self.zeros(self.width, total)
         c = self.zeros(total)
         relus, heads = [], []
@@ -463,9 +516,11 @@ class _Importer:
         dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
         if inp.type.tensor_type.elem_type not in (1, 11):
             raise OnnxError(f"input {inp.name!r}: expected a float or double tensor")
+        self.check_input_dims(inp.name, dims)
         vals: dict = {}
         for t in g.initializer:
-            vals[t.name] = _Const(self.frac_array(t, f"initializer {t.name!r}"))
+            where = f"initializer {t.name!r}"
+            vals[t.name] = _Const(self.guarded(lambda: self.frac_array(t, where), where))
         if len(dims) == 1:
             if dims[0] is None:
                 raise OnnxError(f"input {inp.name!r}: the vector input needs a fixed length")
@@ -492,13 +547,7 @@ class _Importer:
                 if i not in vals:
                     raise OnnxError(f"{where}: unknown input {i!r}")
                 args.append(vals[i])
-            try:
-                outs = self.op(nd, args, where)
-            except OnnxError:
-                raise
-            except (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError) as e:
-                # shapes that do not fit (numpy's own errors), malformed attributes
-                raise OnnxError(f"{where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            outs = self.guarded(lambda: self.op(nd, args, where), where)
             if not isinstance(outs, list):
                 outs = [outs]
             if len(outs) != len(nd.output):
@@ -519,6 +568,28 @@ class _Importer:
         if not self.layers:
             raise OnnxError("the graph has no attention or feed-forward layer")
         return Transformer(tuple(self.layers), self.embedding, readout, self.input_kind)
+
+    @staticmethod
+    def guarded(step, where):
+        """``step()``, its errors one line naming ``where`` (a node or an initializer)."""
+        try:
+            return step()
+        except OnnxError:
+            raise
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, KeyError, OverflowError) as e:
+            # shapes that do not fit (numpy's own errors), malformed attributes or tensors
+            raise OnnxError(f"{where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+
+    @staticmethod
+    def check_input_dims(name, dims):
+        """Every declared dimension of the input in range, before anything of that size is built:
+        a vector ``[d]`` or tokens ``[n, D]`` / ``[1, n, D]``; ``n`` may be left symbolic."""
+        for i, x in enumerate(dims):
+            if x is None:
+                continue
+            limit = MAX_WIDTH if i == len(dims) - 1 else MAX_TOKENS
+            if not (1 <= x <= limit):
+                raise OnnxError(f"input {name!r}: dimension {i} is {x}, expected 1..{limit}")
 
     def attr(self, nd, key, default=None):
         for a in nd.attribute:
@@ -550,6 +621,9 @@ class _Importer:
                 if isinstance(b, _Const) and self.attr(nd, "transB", 0):
                     b = _Const(b.a.T)
             if isinstance(a, _Const) and isinstance(b, _Const):
+                if a.a.ndim != 2 or b.a.ndim != 2 or a.a.shape[1] != b.a.shape[0]:
+                    raise OnnxError(f"{where}: only a product of two constant matrices")
+                self.const_result((a.a.shape[0], b.a.shape[1]))
                 out = _Const(a.a.dot(b.a))
             elif isinstance(a, _Aff) and isinstance(b, _Const) and b.a.ndim == 2:
                 if b.a.shape[0] != a.k:
@@ -594,6 +668,7 @@ class _Importer:
                 else:
                     raise OnnxError(f"{where}: unsupported operands")
             if isinstance(a, _Const) and isinstance(b, _Const):
+                self.const_result(self.np.broadcast_shapes(a.a.shape, b.a.shape))
                 return _Const(a.a + b.a)
             if isinstance(b, _Const) and isinstance(a, _Aff):
                 return self.bias(a, b, where)
@@ -746,11 +821,12 @@ def onnx_to_model(proto) -> Transformer:
 
 
 def import_onnx(path: str) -> Transformer:
+    from .files import read_user_file
+
     onnx, *_ = _onnx()
-    try:
-        proto = onnx.load(path)
-    except OSError as e:
-        raise OnnxError(f"{path}: {e.strerror or e}") from None
+    data = read_user_file(path, OnnxError, MAX_ONNX_BYTES)
+    try:  # from the bytes read: onnx.load would read the file, and any external data, unbounded
+        proto = onnx.load_model_from_string(data)
     except Exception as e:  # protobuf's decode errors have no common base class
         raise OnnxError(f"{path}: not an ONNX file ({type(e).__name__})") from None
     model = onnx_to_model(proto)

@@ -270,14 +270,9 @@ def _parse(text: str) -> Spec:
 
 
 def load_vnnlib(path: str) -> Spec:
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(MAX_PROPERTY_BYTES + 1)
-    except OSError as e:
-        raise SpecError(f"{path}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not a UTF-8 text file") from None
-    return parse_vnnlib(text)
+    from .files import read_user_text
+
+    return parse_vnnlib(read_user_text(path, SpecError, MAX_PROPERTY_BYTES))
 
 
 # ------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from ...core.certificate import CertificateError, make_certificate
 from ...core.claims import decide
 from ...core.contexts import BallContext
 from ...core.exact import parse_number
-from ...core.modelfile import model_to_json
+from ...core.modelfile import ModelFileError, model_to_json
 from ...core.version import __version__
 from .claims import measure_assumptions
 from .constants import Instance, constants
@@ -29,7 +29,10 @@ def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, C
     mj = model_to_json(build(K), opts.model_prec)
     ball = BallContext(opts.prec)
     assumptions = [decide(ball, m) for m in measure_assumptions(ball, K)]
-    res = certify_model(mj, inst.target_text, inst.d, inst.eps, opts, progress)
+    try:
+        res = certify_model(mj, inst.target_text, inst.d, inst.eps, opts, progress)
+    except ModelFileError:  # reading the network back, before any box: a weight a model file cannot hold
+        raise ValueError(_not_storable(mj, assumptions)) from None
     if any(a.verdict == "refuted" for a in assumptions):
         res.verdict = "refuted"
     elif res.verdict == "proved" and any(a.verdict == "undecided" for a in assumptions):
@@ -38,6 +41,20 @@ def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, C
                             eps=inst.eps, target=inst.target_text, prec=opts.prec, model_prec=opts.model_prec,
                             model_json=mj, res=res, assumptions=assumptions)
     return cert, res
+
+
+def _not_storable(mj: dict, assumptions) -> str:
+    """Why the network of an instance cannot be embedded in a certificate, in the instance's terms
+    (the model file's field names are the tool's, not the user's)."""
+    import json
+    import re
+
+    exps = [abs(int(m.group(1))) for m in re.finditer(r'e([+-]?[0-9]+)"', json.dumps(mj["layers"]))]
+    size = f"about 10^{max(exps)}" if exps else "a number"
+    refuted = [a.id for a in assumptions if a.verdict == "refuted"]
+    why = f"; the assumptions on g are refuted ({', '.join(refuted)}; symbounds pou shows them)" if refuted else ""
+    return (f"the network of this instance has a weight of {size}, beyond the decimal exponents up to 1000 "
+            f"that a certificate holds{why}")
 
 
 _INSTANCE_FIELDS = {"paper", "d", "alpha", "holder", "bound", "eps", "target", "M", "Mg"}

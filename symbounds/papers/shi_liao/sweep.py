@@ -18,7 +18,7 @@ from fractions import Fraction
 from ...core.exact import arb_to_fraction, decimal_up
 from .. import shi_liao as sl
 
-__all__ = ["COLUMNS", "run_instance", "sweep", "write_table", "table_text"]
+__all__ = ["COLUMNS", "run_instance", "sweep", "write_table", "json_twin", "table_text"]
 
 COLUMNS = [
     "d", "alpha", "holder", "bound", "eps", "target", "P", "M_g", "M", "max_weight",
@@ -108,6 +108,11 @@ def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8,
     return rows
 
 
+def json_twin(csv_path: str) -> str:
+    """The JSON file written beside the table ``csv_path`` (same stem, ``.json``)."""
+    return (csv_path[:-4] if csv_path.endswith(".csv") else csv_path) + ".json"
+
+
 def write_table(rows: list[dict], csv_path: str) -> str:
     """Write ``csv_path`` and the JSON twin (same stem, ``.json``), atomically; returns the JSON path."""
     from ...core.files import atomic_write
@@ -117,8 +122,7 @@ def write_table(rows: list[dict], csv_path: str) -> str:
     w.writeheader()
     for r in rows:
         w.writerow(r)
-    stem = csv_path[:-4] if csv_path.endswith(".csv") else csv_path
-    json_path = stem + ".json"
+    json_path = json_twin(csv_path)
     atomic_write(csv_path, buf.getvalue())
     atomic_write(json_path, json.dumps({"columns": COLUMNS, "rows": rows}, indent=1) + "\n")
     return json_path
