@@ -498,6 +498,10 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             if hit is not None:
                 return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
         for c, e in zip(children, encs):
+            if e is not None and problem.decide(c, e) is Verdict.PROVED:
+                decided.append((c, e))
+                done_volume += measure(c, axes)
+                continue
             tick += 1
             heapq.heappush(heap, (problem.priority(c, e), tick, c, e))
         if progress is not None:
