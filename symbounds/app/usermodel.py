@@ -122,8 +122,7 @@ def _bound(args) -> int:
     try:
         res = bound(model, lo, hi, split=args.split, width=width, prec=_prec(args.prec), tol=tol,
                     max_boxes=args.max_boxes, timeout=timeout,
-                    progress=lambda f, n: bar.volume(f, n, "the box's volume settled")
-                    if args.split is None and width is None else bar(f, n, "sub-boxes"))
+                    progress=lambda f, n: bar.volume(f, n, "the box's volume"))
     except BoundError as e:
         raise UsageError(str(e)) from None
     except BoundUndecided as e:

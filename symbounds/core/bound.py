@@ -1,13 +1,23 @@
 """Certified output bounds of a user's network over an input box, and whole-cube certificates of it.
 
-:func:`bound` encloses ``{T(x) : x in B}`` for a box ``B = [lo_1, hi_1] x ... x [lo_m, hi_m]``:
-``B`` is cut into sub-boxes (bisecting the widest side ``split`` times, or until every side is at
-most ``width``), ``T`` is evaluated on each sub-box ``x0 +- h`` with first-order Taylor models
-(:mod:`symbounds.core.taylor`; ``T(x0 + delta) in c + <g, delta> + [-r, r]``), and the union of
-the sub-box enclosures is returned with exact rational endpoints.  When the Taylor models cannot
-evaluate a sub-box (a hardmax whose winner is not decided on it, a reciprocal of a model whose
-range contains 0), the sub-box is evaluated once more with plain Arb interval balls
-(``x_i in [lo_i, hi_i]`` as one ball each); the result says which evaluation was used.
+:func:`bound` encloses ``{T(x) : x in B}`` for a box ``B = [lo_1, hi_1] x ... x [lo_m, hi_m]``
+with the box search of :mod:`symbounds.core.search`: each sub-box ``x0 +- h`` is enclosed with
+first-order Taylor models (``T(x0 + delta) in c + <g, delta> + [-r, r]``; outward-rounded float64
+where the model allows, else Arb), with plain Arb balls where those fail (a hardmax whose winner
+is not decided on it, a reciprocal of a model whose range contains 0), exactly at a point box
+when the network admits it, and every sub-box's enclosure is intersected with its parent's.
+
+* **Adaptive** (the default): the sub-box whose enclosure sticks out of the *sampled range* most
+  (relative to that range) is halved first, until the union is within a factor ``1 + tol`` of
+  the sampled range, or a box limit or timeout is reached.  The sampled range is made of values
+  the output certainly reaches (rigorous values at the extreme points found by random sampling and
+  a gradient descent): ``min T <= sampled_lower`` and ``max T >= sampled_upper``, so the true
+  range lies between the sampled range and the certified enclosure.
+* **Fixed partitions**: bisect the widest side ``split`` times, or until every side is at most
+  ``width``; every level is evaluated, so a finer partition never gives a wider result.
+
+The union of the sub-box enclosures is returned with exact rational endpoints; the result says
+which evaluations were kept.
 
 Input coordinates:
 
@@ -236,7 +246,7 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     where the enclosure sticks out of the sampled range most, until it is within ``tol`` (default
     :data:`DEFAULT_TOL`) of it, or ``max_boxes`` boxes were evaluated, or ``timeout`` seconds
     passed (``stopped`` says which).  ``progress(done, evaluated)`` is called as boxes are
-    evaluated (``done``: the settled fraction of the box's volume, or the partition's leaves)."""
+    evaluated (``done``: the settled fraction of the box's volume, or of the partition's leaves)."""
     t0 = time.perf_counter()
     model = _as_model(model)
     if not (24 <= int(prec) <= 1 << 16):
@@ -255,7 +265,8 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
         mode = "adaptive"
     else:
         n = len(sub_boxes(box, split or 0, width))  # checks the options and the box count
-        leaves, evaluated = partition(ev, box, split or 0, width, progress)
+        leaves, evaluated = partition(ev, box, split or 0, width,
+                                      None if progress is None else lambda done, m: progress(Fraction(done, n), m))
         assert len(leaves) == n
         mode = "partition"
         sample_range(problem, ev, box, seed)
