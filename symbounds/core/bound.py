@@ -253,10 +253,12 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
         raise BoundError(f"precision {prec}: use between 24 and 65536 bits")
     box = _check_box(model, lo, hi)
     k = _outputs(model, len(box.lo))
+    if tol is not None:
+        tol = _end(tol, "the tolerance")
+        if not (0 < tol <= 100):
+            raise BoundError(f"tolerance {tol}: use a number in (0, 100]")
     ev = BoxEvaluator(model, prec)
-    problem = _Range(k, Fraction(DEFAULT_TOL if tol is None else tol))
-    if tol is not None and not (0 < Fraction(tol) <= 100):
-        raise BoundError(f"tolerance {tol}: use a number in (0, 100]")
+    problem = _Range(k, DEFAULT_TOL if tol is None else tol)
     stopped = None
     if split is None and width is None:
         res = search(problem, ev, box, Limits(max_boxes=max_boxes or DEFAULT_MAX_BOXES, timeout=timeout,
@@ -281,7 +283,7 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     method = "+".join(m for m in ("exact", "taylor", "ball") if m in kinds) or "taylor"
     common = dict(boxes=len(leaves), seconds=time.perf_counter() - t0, method=method, evaluated=evaluated,
                   mode=mode, stopped=stopped, evaluators=dict(ev.counts),
-                  tol=None if mode == "partition" else Fraction(DEFAULT_TOL if tol is None else tol))
+                  tol=None if mode == "partition" else (DEFAULT_TOL if tol is None else tol))
     if model.readout is not None:
         return BoundResult(los[0], his[0], sampled_lower=slo[0], sampled_upper=shi[0], **common)
     D = model.width

@@ -407,11 +407,13 @@ def _remember(pool: list, pts, ys, problem: Problem, keep: int = 8) -> None:
         del pool[k][keep:]
 
 
-def _descents(problem: Problem, ev: BoxEvaluator, box: Box, pool: list, deadline, starts: int = 2):
+def _descents(problem: Problem, ev: BoxEvaluator, box: Box, pool: list, deadline):
+    """A descent on each objective from its best points so far (fewer and shorter in balls)."""
+    starts, steps = (2, 12) if ev.fast is not None else (1, 4)
     for k, obj in enumerate(problem.objectives()):
         if k >= len(pool):
             break
-        seen, _ = descend(ev, obj, box, [p for _, p in pool[k][:starts]], deadline=deadline)
+        seen, _ = descend(ev, obj, box, [p for _, p in pool[k][:starts]], steps, deadline)
         if seen:
             ys = ev.sample(seen)
             hit = _probe(problem, ev, seen, ys)
@@ -488,11 +490,12 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         encs = ev.enclose(children, parents, deadline)
         evaluated += len(children)
         cs = [c.centre for c in children]
-        hit = _probe(problem, ev, cs)
+        ys = ev.sample(cs)
+        hit = _probe(problem, ev, cs, ys)
         if hit is not None:
             return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
-        _remember(pool, cs, ev.sample(cs), problem)
-        if time.monotonic() - last_descent > 1.0:
+        _remember(pool, cs, ys, problem)
+        if time.monotonic() - last_descent > (1.0 if ev.fast is not None else 5.0):
             last_descent = time.monotonic()
             hit = _descents(problem, ev, box, pool, deadline)
             if hit is not None:

@@ -213,3 +213,23 @@ def test_identity_at_three_tenths_is_decided_exactly():
     # the only counterexample of [0, 0.3] is its corner 3/10
     res = verify(m, _spec1("0", "0.3", "(assert (>= Y_0 0.3))"))
     assert res.verdict is Verdict.REFUTED and res.counterexample["x"] == ["3/10"]
+
+
+def test_adaptive_bound_with_a_timeout_is_still_an_enclosure():
+    mj = attention_relu_12()
+    rng = random.Random(8)
+    box = Box(tuple(CUBE12[0]), tuple(CUBE12[1]))
+    values = reference_values(mj, random_points(box, 40, rng))
+    res = bound(mj, *CUBE12, timeout=1, max_boxes=10**6)
+    assert res.stopped == "timeout" and res.seconds < 1 + 6
+    assert res.lower - SLACK <= min(values) and max(values) <= res.upper + SLACK
+    assert res.lower <= res.sampled_lower <= res.sampled_upper <= res.upper
+    assert bound(mj, *CUBE12, max_boxes=5).stopped == "max-boxes"
+
+
+def test_tighter_tolerance_is_no_wider():
+    mj = residual_1d()
+    loose = bound(mj, [0], [1], tol=Fraction(1, 2))
+    tight = bound(mj, [0], [1], tol=Fraction(1, 100))
+    assert tight.upper - tight.lower <= loose.upper - loose.lower
+    assert tight.upper - tight.lower <= Fraction(101, 100) * (tight.sampled_upper - tight.sampled_lower) * (1 + Fraction(1, 10**6))
