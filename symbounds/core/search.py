@@ -18,9 +18,9 @@ A *problem* says what an enclosure of the outputs over a box decides and what a 
 * **Falsification.**  Before the search, random points of the box, its two extreme corners, its
   centre, then a signed-gradient descent (finite differences in float) on the problem's violation
   score; during it, the centre of every new box and, about once a second, a descent from the best
-  points seen.  Points are exact rationals; every candidate is re-checked rigorously (exactly
-  when the network admits it, else in Arb balls, once more at four times the precision) before
-  it is reported.
+  points seen (at most a fifth of the search's time).  Points are exact rationals; every
+  candidate is re-checked rigorously (exactly when the network admits it, else in Arb balls, once
+  more at four times the precision) before it is reported.
 * **Limits.**  ``max_boxes`` evaluated boxes, a wall-clock ``timeout`` (checked between batches,
   and between boxes on the Arb path), and ``min_width``: the search then ends ``undecided`` and
   says why (``stopped``), with what was decided so far.
@@ -55,6 +55,8 @@ __all__ = ["Enclosure", "BoxEvaluator", "Limits", "SearchResult", "search", "par
 
 #: Boxes halved per float batch (twice as many evaluated), and per Arb step.
 FLOAT_BATCH, ARB_BATCH = 32, 1
+#: The most of a search's time the descents started during it may take.
+DESCENT_SHARE = 0.2
 
 
 def shape_input(model: Transformer, xs: list):
@@ -259,46 +261,49 @@ def _clip(box: Box, x) -> tuple:
 def descend(evaluator: BoxEvaluator, score, box: Box, starts: list, steps: int = 12,
             deadline: float | None = None) -> tuple[list, np.ndarray]:
     """Signed-gradient descent of ``score`` (a function of the ``(P, k)`` outputs, one float per
-    point, lower is better) from each start, with finite differences in float and a step that
-    halves when a step does not improve; returns the visited points and their scores."""
+    point, lower is better) from all starts at once: finite differences in float, a step of a
+    quarter of the box's sides that halves (per start) when it does not improve.  Returns the
+    visited points and their scores."""
     widths = np.array([float(b - a) for a, b in zip(box.lo, box.hi)])
-    movable = widths > 0
-    if not starts or not movable.any():
+    axes = np.flatnonzero(widths > 0)
+    if not starts or not len(axes):
         return [], np.zeros(0)
+    his = np.array([float(b) for b in box.hi])
+    xs = [tuple(x) for x in starts]
+    f = score(evaluator.sample(xs))
+    step = np.full(len(xs), 0.25)
     seen, scores = [], []
-    for x in starts:
-        x = tuple(x)
-        f = score(evaluator.sample([x]))[0]
-        step = 0.25
-        for _ in range(steps):
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            if not np.isfinite(f):
-                break
-            xf = np.array([float(v) for v in x])
-            hs = np.maximum(widths * 1e-6, 1e-12)
-            probes = []
-            for i in np.flatnonzero(movable):
+    for _ in range(steps):
+        live = [i for i in range(len(xs)) if np.isfinite(f[i]) and step[i] >= 1e-6]
+        if not live or (deadline is not None and time.monotonic() >= deadline):
+            break
+        probes, where = [], []
+        for i in live:
+            xf = np.array([float(v) for v in xs[i]])
+            for a in axes:
                 p = xf.copy()
-                p[i] = p[i] + hs[i] if p[i] + hs[i] <= float(box.hi[i]) else p[i] - hs[i]
-                probes.append((i, _clip(box, p)))
-            fs = score(evaluator.sample([p for _, p in probes]))
-            g = np.zeros_like(xf)
-            for (i, p), fi in zip(probes, fs):
-                if np.isfinite(fi):
-                    g[i] = (fi - f) / (float(p[i]) - xf[i]) if float(p[i]) != xf[i] else 0.0
-            if not g.any():
-                break
-            y = _clip(box, xf - step * widths * np.sign(g))
-            fy = score(evaluator.sample([y]))[0]
+                h = max(widths[a] * 1e-6, 1e-12)
+                p[a] = p[a] + h if p[a] + h <= his[a] else p[a] - h
+                probes.append(_clip(box, p))
+                where.append((i, a, xf))
+        fs = score(evaluator.sample(probes))
+        grads = {i: np.zeros(len(widths)) for i in live}
+        for (i, a, xf), p, fi in zip(where, probes, fs):
+            dx = float(p[a]) - xf[a]
+            if np.isfinite(fi) and dx != 0:
+                grads[i][a] = (fi - f[i]) / dx
+        moved = [i for i in live if grads[i].any()]
+        if not moved:
+            break
+        ys = [_clip(box, np.array([float(v) for v in xs[i]]) - step[i] * widths * np.sign(grads[i])) for i in moved]
+        fy = score(evaluator.sample(ys))
+        for i, y, v in zip(moved, ys, fy):
             seen.append(y)
-            scores.append(fy)
-            if np.isfinite(fy) and fy < f:
-                x, f = y, fy
+            scores.append(v)
+            if np.isfinite(v) and v < f[i]:
+                xs[i], f[i] = y, v
             else:
-                step /= 2
-                if step < 1e-6:
-                    break
+                step[i] /= 2
     return seen, np.array(scores, dtype=float)
 
 
@@ -409,7 +414,7 @@ def _remember(pool: list, pts, ys, problem: Problem, keep: int = 8) -> None:
 
 def _descents(problem: Problem, ev: BoxEvaluator, box: Box, pool: list, deadline):
     """A descent on each objective from its best points so far (fewer and shorter in balls)."""
-    starts, steps = (2, 12) if ev.fast is not None else (1, 4)
+    starts, steps = (3, 12) if ev.fast is not None else (1, 4)
     for k, obj in enumerate(problem.objectives()):
         if k >= len(pool):
             break
@@ -457,6 +462,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
     heapq.heappush(heap, (problem.priority(box, root), tick, box, root))
     batch = FLOAT_BATCH if ev.fast is not None else ARB_BATCH
     last_descent = time.monotonic()
+    descending = 0.0
     while heap:
         if deadline is not None and time.monotonic() >= deadline:
             stopped = "timeout"
@@ -495,9 +501,11 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         if hit is not None:
             return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
         _remember(pool, cs, ys, problem)
-        if time.monotonic() - last_descent > (1.0 if ev.fast is not None else 5.0):
-            last_descent = time.monotonic()
+        now = time.monotonic()
+        if now - last_descent > 1.0 and descending <= DESCENT_SHARE * (now - t0):
             hit = _descents(problem, ev, box, pool, deadline)
+            last_descent = time.monotonic()
+            descending += last_descent - now
             if hit is not None:
                 return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
         for c, e in zip(children, encs):
