@@ -238,7 +238,8 @@ def _outputs(model: Transformer, m: int) -> int:
 
 
 def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, tol=None,
-          max_boxes: int | None = None, timeout: float | None = None, progress=None, seed: int = 0) -> BoundResult:
+          max_boxes: int | None = None, timeout: float | None = None, progress=None, seed: int = 0,
+          fast: bool = True) -> BoundResult:
     """A certified enclosure of the model's output over the box ``[lo, hi]`` (see the module
     docstring); ``model`` is a :class:`Transformer`, a model-file dict or a path.
 
@@ -246,7 +247,8 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     where the enclosure sticks out of the sampled range most, until it is within ``tol`` (default
     :data:`DEFAULT_TOL`) of it, or ``max_boxes`` boxes were evaluated, or ``timeout`` seconds
     passed (``stopped`` says which).  ``progress(done, evaluated)`` is called as boxes are
-    evaluated (``done``: the settled fraction of the box's volume, or of the partition's leaves)."""
+    evaluated (``done``: the settled fraction of the box's volume, or of the partition's leaves).
+    ``fast=False`` encloses every box in Arb (no float pass)."""
     t0 = time.perf_counter()
     model = _as_model(model)
     if not (24 <= int(prec) <= 1 << 16):
@@ -257,7 +259,7 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
         tol = _end(tol, "the tolerance")
         if not (0 < tol <= 100):
             raise BoundError(f"tolerance {tol}: use a number in (0, 100]")
-    ev = BoxEvaluator(model, prec)
+    ev = BoxEvaluator(model, prec, fast)
     problem = _Range(k, DEFAULT_TOL if tol is None else tol)
     stopped = None
     if split is None and width is None:
