@@ -244,8 +244,9 @@ def _certify_spec(args, prec: int) -> int:
         print(f"  sub-boxes evaluated: {res.boxes}, undecided: {len(res.undecided)}")
         if res.counterexample:
             ce = res.counterexample
+            how = "exact rationals" if ce["checked"] == "exact" else "balls"
             print(f"  counterexample: X = ({', '.join(ce['x'])}) reaches alternative {ce['disjunct']}: "
-                  f"Y = ({', '.join(ce['y'])}) (checked in {'exact rationals' if ce['checked'] == 'exact' else 'balls'})")
+                  f"Y = ({', '.join(ce['y'])}) (checked in {how})")
         if res.stopped is not None:
             print(f"  stopped by {_STOPPED[res.stopped]}: safe on {pct}% of the input box's volume so far")
         print(f"  time: {res.seconds:.2f} s")

@@ -190,7 +190,8 @@ class BoxEvaluator:
         ctx = ExactContext()
         try:
             with ctx.scope():
-                vals = flat_output(self.model, forward(ctx, self.model, shape_input(self.model, [ctx.convert(v) for v in x])))
+                xs = shape_input(self.model, [ctx.convert(v) for v in x])
+                vals = flat_output(self.model, forward(ctx, self.model, xs))
         except (ExactUnsupported, TypeError, ZeroDivisionError):
             self._exact_ok = False
             return None

@@ -249,7 +249,8 @@ def test_spec_timeout_is_undecided_with_a_partial_report(tmp_path, capsys):
     res = bound(mj, [0] * 12, [1] * 12, split=4)
     t = res.sampled_upper + (res.upper - res.sampled_upper) / 10  # true, far from provable in 2 s
     decl = "".join(f"(declare-const X_{i} Real)(assert (>= X_{i} 0))(assert (<= X_{i} 1))" for i in range(12))
-    (tmp_path / "p.vnnlib").write_text(decl + f"(declare-const Y_0 Real)(assert (>= Y_0 {t.numerator}/{t.denominator}))")
+    unsafe = f"(declare-const Y_0 Real)(assert (>= Y_0 {t.numerator}/{t.denominator}))"
+    (tmp_path / "p.vnnlib").write_text(decl + unsafe)
     argv = ["certify", "--model", tmp_path / "m.json", "--spec", tmp_path / "p.vnnlib", "--timeout", "2",
             "--max-boxes", "100000000"]
     code, out, _ = run(capsys, *argv, "--json", "--quiet")

@@ -235,4 +235,5 @@ def test_tighter_tolerance_is_no_wider():
     loose = bound(mj, [0], [1], tol=Fraction(1, 2))
     tight = bound(mj, [0], [1], tol=Fraction(1, 100))
     assert tight.upper - tight.lower <= loose.upper - loose.lower
-    assert tight.upper - tight.lower <= Fraction(101, 100) * (tight.sampled_upper - tight.sampled_lower) * (1 + Fraction(1, 10**6))
+    spread = tight.sampled_upper - tight.sampled_lower
+    assert tight.upper - tight.lower <= Fraction(101, 100) * spread * (1 + Fraction(1, 10**6))
