@@ -137,8 +137,8 @@ def _bound(args) -> int:
     if args.json:
         out = {"lower": one([decimal_down(v, 30) for v in los]), "upper": one([decimal_up(v, 30) for v in his]),
                "lower_exact": one([str(v) for v in los]), "upper_exact": one([str(v) for v in his]),
-               "sampled_lower": one([decimal_up(v, 30) for v in slo]),
-               "sampled_upper": one([decimal_down(v, 30) for v in shi]),
+               "sampled_lower": one([None if v is None else decimal_up(v, 30) for v in slo]),
+               "sampled_upper": one([None if v is None else decimal_down(v, 30) for v in shi]),
                "boxes": res.boxes, "evaluated": res.evaluated, "seconds": f"{res.seconds:.3f}", "method": res.method,
                "mode": res.mode, "tol": None if res.tol is None else str(res.tol), "stopped": res.stopped}
         if res.shape is not None:
@@ -153,7 +153,8 @@ def _bound(args) -> int:
     labels = ["output"] if scalar else [f"Z[{k % res.shape[0]}, {k // res.shape[0]}]" for k in range(len(los))]
     for label, a, b, sa, sb in zip(labels, los, his, slo, shi):
         print(f"  {label} in [{decimal_down(a)}, {decimal_up(b)}]  (certified)")
-        print(f"  {' ' * len(label)} reaches [{decimal_up(sa)}, {decimal_down(sb)}]  (sampled: values at points)")
+        sa, sb = ("-" if sa is None else decimal_up(sa)), ("-" if sb is None else decimal_down(sb))
+        print(f"  {' ' * len(label)} reaches [{sa}, {sb}]  (sampled: values at points)")
     if res.stopped is not None:
         print(f"  stopped by {_STOPPED[res.stopped]} before the tolerance was reached")
     print(f"  time: {res.seconds:.2f} s")

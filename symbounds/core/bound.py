@@ -50,11 +50,11 @@ from .claims import Verdict
 from .contexts import BallContext
 from .exact import NumberError, parse_number
 from .modelfile import ModelFileError, model_from_json, model_to_json
-from .search import (BoxEvaluator, Limits, Problem, descend, flat_output, float_ends, partition, random_points,
-                     search, shape_input)
+from .search import (BoxEvaluator, Limits, Problem, descend, flat_output, float_ends, output_count, partition,
+                     random_points, search, shape_input)
 from .transformer import Transformer, forward
 
-__all__ = ["BoundError", "BoundResult", "bound", "input_dimension", "sub_boxes", "outputs_at", "certify", "rebuild",
+__all__ = ["BoundError", "BoundResult", "bound", "check_box", "input_dimension", "sub_boxes", "outputs_at", "certify", "rebuild",
            "MAX_BOXES", "DEFAULT_TOL", "DEFAULT_MAX_BOXES"]
 
 #: The most sub-boxes one call may evaluate.
@@ -114,7 +114,8 @@ def _end(v, what) -> Fraction:
                      f"(a {type(v).__name__} is not exact)")
 
 
-def _check_box(model: Transformer, lo, hi) -> Box:
+def check_box(model: Transformer, lo, hi) -> Box:
+    """The box ``[lo, hi]`` with exact ends, checked against the model's inputs (BoundError)."""
     lo = tuple(_end(v, f"lower end {i}") for i, v in enumerate(lo))
     hi = tuple(_end(v, f"upper end {i}") for i, v in enumerate(hi))
     if len(lo) != len(hi) or not lo:
@@ -229,14 +230,6 @@ class _Range(Problem):
         return [obj for k in range(len(self.lo)) for obj in (lambda ys, k=k: ys[:, k], lambda ys, k=k: -ys[:, k])]
 
 
-def _outputs(model: Transformer, m: int) -> int:
-    if model.readout is not None:
-        return 1
-    if model.input == "vector":
-        return model.width * len(model.embedding.base[0])
-    return m
-
-
 def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, tol=None,
           max_boxes: int | None = None, timeout: float | None = None, progress=None, seed: int = 0,
           fast: bool = True) -> BoundResult:
@@ -253,8 +246,8 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     model = _as_model(model)
     if not (24 <= int(prec) <= 1 << 16):
         raise BoundError(f"precision {prec}: use between 24 and 65536 bits")
-    box = _check_box(model, lo, hi)
-    k = _outputs(model, len(box.lo))
+    box = check_box(model, lo, hi)
+    k = output_count(model, len(box.lo))
     if tol is not None:
         tol = _end(tol, "the tolerance")
         if not (0 < tol <= 100):
@@ -312,14 +305,14 @@ def sample_range(problem: Problem, ev: BoxEvaluator, box: Box, seed: int = 0, n:
 
 def _attained(problem: _Range, ev: BoxEvaluator, los, his) -> tuple[list, list]:
     """Values the outputs certainly reach: at the sampled minimiser of output ``k``, the upper end
-    of its rigorous value (so ``min T_k <=`` it), at the maximiser the lower end.  Clipped into the
-    certified enclosure; the enclosure's own ends where no point could be evaluated."""
+    of its rigorous value (so ``min T_k <=`` it), at the maximiser the lower end, clipped into the
+    certified enclosure; None where no point could be evaluated rigorously."""
     slo, shi = [], []
     for k in range(len(los)):
-        a = problem.argmin[k] and ev.at(problem.argmin[k])
-        b = problem.argmax[k] and ev.at(problem.argmax[k])
-        slo.append(his[k] if not a else min(max(a.hi[k], los[k]), his[k]))
-        shi.append(los[k] if not b else max(min(b.lo[k], his[k]), los[k]))
+        a = None if problem.argmin[k] is None else ev.at(problem.argmin[k])
+        b = None if problem.argmax[k] is None else ev.at(problem.argmax[k])
+        slo.append(None if a is None else min(max(a.hi[k], los[k]), his[k]))
+        shi.append(None if b is None else max(min(b.lo[k], his[k]), los[k]))
     return slo, shi
 
 

@@ -51,7 +51,7 @@ from .taylor import TaylorContext
 from .transformer import Transformer, forward
 
 __all__ = ["Enclosure", "BoxEvaluator", "Limits", "SearchResult", "search", "partition", "measure",
-           "random_points", "descend", "shape_input", "flat_output"]
+           "random_points", "descend", "shape_input", "flat_output", "output_count", "float_ends"]
 
 #: Boxes halved per float batch (twice as many evaluated), and per Arb step.
 FLOAT_BATCH, ARB_BATCH = 32, 1
@@ -74,6 +74,15 @@ def flat_output(model: Transformer, out) -> list:
         return [out]
     D, n = len(out), len(out[0])
     return [out[r][j] for j in range(n) for r in range(D)]
+
+
+def output_count(model: Transformer, m: int) -> int:
+    """How many outputs the model has on ``m`` input coordinates (the readout, or ``Z_L``)."""
+    if model.readout is not None:
+        return 1
+    if model.input == "vector":
+        return model.width * len(model.embedding.base[0])
+    return m
 
 
 @dataclass

@@ -33,11 +33,11 @@ from itertools import product
 
 import numpy as np
 
-from .bound import _check_box
+from .bound import check_box
 from .claims import Verdict
 from .contexts import BallContext
 from .exact import NumberError, parse_number
-from .search import BoxEvaluator, Limits, Problem, float_ends, search
+from .search import BoxEvaluator, Limits, Problem, float_ends, output_count, search
 from .transformer import Transformer
 
 __all__ = ["SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
@@ -392,15 +392,6 @@ def enclosure(ctx, v) -> tuple[Fraction, Fraction]:
     return BallContext(ctx.prec).to_fraction_bounds(v.range())
 
 
-def output_count(model: Transformer, m: int) -> int:
-    """How many outputs the model has on ``m`` input coordinates (the readout, or ``Z_L``)."""
-    if model.readout is not None:
-        return 1
-    if model.input == "vector":
-        return model.width * len(model.embedding.base[0])
-    return m
-
-
 def counterexample_at(model: Transformer, spec: Spec, x, prec: int):
     """The counterexample record if the outputs at the exact point ``x`` (exactly where the
     network admits it, else in balls) make every constraint of one disjunct true, else None."""
@@ -416,7 +407,7 @@ def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 200
            seed: int = 0) -> VerifyResult:
     """Prove, refute or leave undecided that no input of the spec's box reaches the unsafe region
     (best-first search, :func:`symbounds.core.search.search`)."""
-    box = _check_box(model, spec.lo, spec.hi)
+    box = check_box(model, spec.lo, spec.hi)
     k = output_count(model, len(box.lo))
     used = max((j for conj in spec.unsafe for c in conj for j, _ in c.coeffs), default=-1)
     if spec.outputs != k or used >= k:
