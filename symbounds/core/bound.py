@@ -81,7 +81,8 @@ class BoundResult:
     method: str  # "taylor", "ball", "exact" or several joined by "+" (the evaluators the sub-boxes kept)
     shape: tuple | None = None  # (D, n) of the output matrix, None for a readout
     #: values the output certainly reaches (``min T <= sampled_lower``, ``max T >= sampled_upper``):
-    #: rigorous values at the sampled extreme points; the true range lies between these and the bound
+    #: rigorous values at the sampled extreme points (None where none could be evaluated); the true
+    #: range lies between these and the bound
     sampled_lower: Fraction | tuple | None = None
     sampled_upper: Fraction | tuple | None = None
     evaluated: int = 0  # boxes evaluated (a partition evaluates its coarser levels too)
