@@ -7,9 +7,10 @@ A *problem* says what an enclosure of the outputs over a box decides and what a 
 * **Enclosures.**  :class:`BoxEvaluator` encloses the outputs ``T(x)``, ``x in B``, over each box
   ``B = x0 +- h``: in outward-rounded float64 first-order Taylor models over a batch of boxes at
   once where the model supports it (:mod:`symbounds.core.float_boxes`), else (or where the floats
-  fail) in Arb Taylor models (:mod:`symbounds.core.taylor`), else in plain Arb balls (one ball per
-  input side); a box that is a single point is evaluated exactly where the network admits it
-  (rational weights, ReLU, hardmax: :class:`symbounds.core.contexts.ExactContext`).  A child's
+  fail) in Arb Taylor models (:mod:`symbounds.core.taylor`) met with plain Arb balls (one ball
+  per input side), either alone where the other fails; a box that is a single point is
+  evaluated exactly where the network admits it (rational weights, ReLU, hardmax:
+  :class:`symbounds.core.contexts.ExactContext`).  A child's
   enclosure is intersected with its parent's -- the parent's encloses ``T`` over the child too --
   so refining a box never widens what is known on it.
 * **Best first.**  The open boxes sit in a heap ordered by the problem's priority (recomputed
@@ -173,13 +174,16 @@ class BoxEvaluator:
         return out
 
     def _arb(self, box: Box) -> Enclosure | None:
+        """Arb Taylor models met with plain balls over the box (either alone where the other fails;
+        the balls are the cheaper pass, and at times the tighter on a wide box)."""
+        taylor = ball_enc = None
         ctx = TaylorContext(self.prec, box.centre, box.half)
         try:
             with ctx.scope():
                 vals = flat_output(self.model, forward(ctx, self.model, shape_input(self.model, ctx.inputs())))
             rngs = [v.range() for v in vals]
             if all(r.is_finite() for r in rngs):
-                return _from_balls(ctx.ball, rngs, "taylor", ctx, vals)
+                taylor = _from_balls(ctx.ball, rngs, "taylor", ctx, vals)
         except (Undecided, ZeroDivisionError, TypeError, ValueError):
             pass
         ball = BallContext(self.prec)
@@ -188,10 +192,12 @@ class BoxEvaluator:
                 xs = [ball.convert(a).union(ball.convert(b)) for a, b in zip(box.lo, box.hi)]
                 vals = flat_output(self.model, forward(ball, self.model, shape_input(self.model, xs)))
             if all(v.is_finite() for v in vals):
-                return _from_balls(ball, vals, "ball", ball, vals)
+                ball_enc = _from_balls(ball, vals, "ball", ball, vals)
         except (Undecided, ZeroDivisionError):
             pass
-        return None
+        if taylor is None:
+            return ball_enc
+        return taylor.meet(ball_enc)
 
     def _exact(self, x) -> Enclosure | None:
         if not self._exact_ok:
