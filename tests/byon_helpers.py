@@ -96,3 +96,27 @@ def as_fraction(v):
     """The exact value of an mpf."""
     p, q = mpmath.libmp.to_rational(v._mpf_)
     return Fraction(int(p), int(q))
+
+
+def random_model(seed, d, D=4, n=3, score_scale=1, embed_scale=Fraction(1, 2), heads=1, constant_head=False):
+    """A vector-input model file with random rational weights (multiples of 1/8, fixed ``seed``):
+    ``Z_0 = base + E x`` in column 0, one softmax attention layer with a skip, a ReLU feed-forward
+    layer with a skip, the readout ``Z[0, 0]``.  ``constant_head`` adds a head whose query is zero,
+    so its scores (and softmax) do not depend on the input."""
+    import random
+
+    rng = random.Random(seed)
+
+    def mat(r, c, scale=1):
+        return [[str(Fraction(rng.randint(-8, 8), 8) * scale) for _ in range(c)] for _ in range(r)]
+
+    hs = [{"W_Q": mat(2, D, score_scale), "W_K": mat(2, D, score_scale), "W_V": mat(2, D), "W_O": mat(D, 2)}
+          for _ in range(heads)]
+    if constant_head:
+        hs.append({"W_Q": [["0"] * D] * 2, "W_K": mat(2, D), "W_V": mat(2, D), "W_O": mat(D, 2)})
+    return {"format": "symbounds-transformer/1", "input": "vector", "precision_bits": 128,
+            "embedding": {"base": mat(D, n), "E": mat(D, d, embed_scale), "column": 0},
+            "layers": [{"type": "attention", "kind": "softmax", "skip": "1", "heads": hs},
+                       {"type": "ffn", "skip": "1", "W1": mat(6, D), "b1": mat(1, 6)[0], "W2": mat(D, 6),
+                        "b2": mat(1, D)[0]}],
+            "readout": {"row": 0, "column": 0}}

@@ -259,6 +259,8 @@ def _certify(args) -> int:
 
     if args.model is not None or args.spec is not None:
         return run_model_certify(args)
+    if args.timeout is not None:
+        raise UsageError("--timeout is used with --model --spec (the whole-cube search has --max-boxes)")
     inst = instance(args)
     if not (MIN_CERT_PREC <= args.prec <= MAX_PREC_LIMIT):
         raise UsageError(f"--prec {args.prec}: use between {MIN_CERT_PREC} and {MAX_PREC_LIMIT} bits (below "

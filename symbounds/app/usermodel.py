@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from ..core.bound import BoundError, BoundUndecided, bound, certify
+from ..core.bound import DEFAULT_MAX_BOXES, DEFAULT_TOL, BoundError, BoundUndecided, bound, certify
 from ..core.boxes import CertifyOptions
 from ..core.certificate import beside, certificate_destination, write_certificate
 from ..core.contexts import MIN_PREC
@@ -40,11 +40,20 @@ def add_bound_arguments(b) -> None:
                         "(interval j*D + r bounds feature r of token j); write --box=-1:1 for a "
                         "negative first end")
     g = b.add_mutually_exclusive_group()
-    g.add_argument("--split", type=int, default=0, metavar="DEPTH",
-                   help="bisect the widest side DEPTH times (2^DEPTH sub-boxes; default 0)")
-    g.add_argument("--width", default=None, metavar="W", help="bisect until every side is at most W")
+    g.add_argument("--tol", default=None, metavar="T",
+                   help=f"adaptive (the default): refine where the enclosure sticks out of the sampled range "
+                        f"until it is within a factor 1 + T of it (default {DEFAULT_TOL})")
+    g.add_argument("--split", type=int, default=None, metavar="DEPTH",
+                   help="a fixed partition: bisect the widest side DEPTH times (2^DEPTH sub-boxes)")
+    g.add_argument("--width", default=None, metavar="W",
+                   help="a fixed partition: bisect until every side is at most W")
+    b.add_argument("--max-boxes", type=int, default=DEFAULT_MAX_BOXES,
+                   help=f"adaptive: evaluate at most this many boxes (default {DEFAULT_MAX_BOXES})")
+    b.add_argument("--timeout", default=None, metavar="SECONDS",
+                   help="adaptive: stop refining after this many seconds (the bound so far is reported)")
     b.add_argument("--prec", type=int, default=128, help="precision in bits (default 128)")
     b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def add_export_arguments(e) -> None:
@@ -75,6 +84,8 @@ def add_model_certify_arguments(c) -> None:
                    help="replace a proved certificate at --out even when this run does not prove "
                         "(otherwise it is kept and this one is written beside it, CERT.refuted.json or "
                         "CERT.undecided.json)")
+    c.add_argument("--timeout", default=None, metavar="SECONDS",
+                   help="with --spec: stop after this many seconds (undecided, with the part proved so far)")
 
 
 def check_certificate_out(args) -> None:
@@ -127,45 +138,75 @@ def _load(path: str):
         raise UsageError(str(e)) from None
 
 
+def timeout_seconds(text) -> float | None:
+    """``--timeout SECONDS`` (positive, at most a week), or None."""
+    if text is None:
+        return None
+    t = number(text, "--timeout")
+    if not (0 < t <= 7 * 86400):
+        raise UsageError(f"--timeout {text[:40]}: use a number of seconds in (0, 604800]")
+    return float(t)
+
+
+_STOPPED = {"timeout": "the timeout", "max-boxes": "the box limit", "min-width": "the smallest box width"}
+
+
 def _bound(args) -> int:
     model = _load(args.model)
     lo, hi = parse_box(args.box)
-    width = None
+    width = tol = None
     if args.width is not None:
         width = number(args.width, "--width")
         if width <= 0:
             raise UsageError("--width must be positive")
-    if not (0 <= args.split <= 16):
+    if args.tol is not None:
+        tol = number(args.tol, "--tol")
+        if not (0 < tol <= 100):
+            raise UsageError("--tol: use a number in (0, 100]")
+    if args.split is not None and not (0 <= args.split <= 16):
         raise UsageError(f"--split {args.split}: use 0..16")
+    if not (1 <= args.max_boxes <= 10**8):
+        raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
+    timeout = timeout_seconds(args.timeout)
+    bar = Bar(args, "box")
     try:
-        res = bound(model, lo, hi, split=args.split, width=width, prec=_prec(args.prec))
+        res = bound(model, lo, hi, split=args.split, width=width, prec=_prec(args.prec), tol=tol,
+                    max_boxes=args.max_boxes, timeout=timeout,
+                    progress=lambda f, n: bar.volume(f, n, "the box's volume"))
     except BoundError as e:
         raise UsageError(str(e)) from None
     except BoundUndecided as e:
         print(f"symbounds: undecided: {e}", file=sys.stderr)  # stdout stays empty (no JSON to parse)
         return 3
+    finally:
+        bar.close()
     scalar = not isinstance(res.lower, tuple)
-    los = [res.lower] if scalar else list(res.lower)
-    his = [res.upper] if scalar else list(res.upper)
+    wrap = (lambda v: [v]) if scalar else list
+    los, his, slo, shi = wrap(res.lower), wrap(res.upper), wrap(res.sampled_lower), wrap(res.sampled_upper)
+    one = (lambda v: v[0]) if scalar else (lambda v: v)
     if args.json:
-        out = {"lower": decimal_down(los[0], 30) if scalar else [decimal_down(v, 30) for v in los],
-               "upper": decimal_up(his[0], 30) if scalar else [decimal_up(v, 30) for v in his],
-               "lower_exact": str(los[0]) if scalar else [str(v) for v in los],
-               "upper_exact": str(his[0]) if scalar else [str(v) for v in his],
-               "boxes": res.boxes, "seconds": round(res.seconds, 3), "method": res.method}
+        out = {"lower": one([decimal_down(v, 30) for v in los]), "upper": one([decimal_up(v, 30) for v in his]),
+               "lower_exact": one([str(v) for v in los]), "upper_exact": one([str(v) for v in his]),
+               "sampled_lower": one([None if v is None else decimal_up(v, 30) for v in slo]),
+               "sampled_upper": one([None if v is None else decimal_down(v, 30) for v in shi]),
+               "boxes": res.boxes, "evaluated": res.evaluated, "seconds": round(res.seconds, 3), "method": res.method,
+               "mode": res.mode, "tol": None if res.tol is None else str(res.tol), "stopped": res.stopped}
         if res.shape is not None:
             out["shape"] = list(res.shape)
         print(json.dumps(out, indent=2))
         return 0
-    how = {"taylor": "first-order Taylor models", "ball": "interval balls",
-           "taylor+ball": "Taylor models, interval balls where they failed"}[res.method]
-    print(f"symbounds bound: {args.model} over {len(lo)} input interval(s), {res.boxes} sub-box(es), {how}")
-    if scalar:
-        print(f"  output in [{decimal_down(los[0])}, {decimal_up(his[0])}]")
-    else:
-        D = res.shape[0]
-        for k, (a, b) in enumerate(zip(los, his)):
-            print(f"  Z[{k % D}, {k // D}] in [{decimal_down(a)}, {decimal_up(b)}]")
+    names = {"taylor": "first-order Taylor models", "ball": "interval balls", "exact": "exact rationals"}
+    how = ", ".join(names[m] for m in res.method.split("+"))
+    what = (f"adaptive (tolerance {res.tol})" if res.mode == "adaptive" else "fixed partition")
+    print(f"symbounds bound: {args.model} over {len(lo)} input interval(s), {res.boxes} sub-box(es) "
+          f"({res.evaluated} evaluated, {what}), {how}")
+    labels = ["output"] if scalar else [f"Z[{k % res.shape[0]}, {k // res.shape[0]}]" for k in range(len(los))]
+    for label, a, b, sa, sb in zip(labels, los, his, slo, shi):
+        print(f"  {label} in [{decimal_down(a)}, {decimal_up(b)}]  (certified)")
+        sa, sb = ("-" if sa is None else decimal_up(sa)), ("-" if sb is None else decimal_down(sb))
+        print(f"  {' ' * len(label)} reaches [{sa}, {sb}]  (sampled: values at points)")
+    if res.stopped is not None:
+        print(f"  stopped by {_STOPPED[res.stopped]} before the tolerance was reached")
     print(f"  time: {res.seconds:.2f} s")
     return 0
 
@@ -184,6 +225,8 @@ def run_model_certify(args) -> int:
         return _certify_spec(args, prec)
     if args.target is None or args.eps is None:
         raise UsageError("--model needs --target EXPR and --eps E (or --spec PROP.vnnlib)")
+    if args.timeout is not None:
+        raise UsageError("--timeout is used with --spec (the whole-cube search has --max-boxes)")
     eps = number(args.eps, "--eps")
     if not (0 < eps < 1):
         raise UsageError("--eps must lie in (0, 1)")
@@ -230,26 +273,36 @@ def _certify_spec(args, prec: int) -> int:
     from ..core.vnnlib import SpecError, load_vnnlib, verify
 
     model = _load(args.model)
+    timeout = timeout_seconds(getattr(args, "timeout", None))
+    bar = Bar(args, "box")
     try:
         spec = load_vnnlib(args.spec)
-        res = verify(model, spec, prec=prec, max_boxes=args.max_boxes)
+        res = verify(model, spec, prec=prec, max_boxes=args.max_boxes, timeout=timeout,
+                     progress=lambda f, n: bar.volume(f, n, "the property's input box"))
     except (SpecError, BoundError) as e:
         message = str(e)  # an unreadable file's error already starts with its path
         raise UsageError(message if message.startswith(f"{args.spec}: ") else f"{args.spec}: {message}") from None
+    finally:
+        bar.close()
+    pct = f"{float(res.proved_fraction) * 100:.1f}".rstrip("0").rstrip(".")
     if args.json:
         print(json.dumps({"verdict": res.verdict, "counterexample": res.counterexample, "boxes": res.boxes,
                           "undecided_boxes": len(res.undecided), "seconds": round(res.seconds, 3),
-                          "method": sorted(res.methods)}, indent=2))
+                          "method": sorted(res.methods), "stopped": res.stopped,
+                          "proved_fraction": str(res.proved_fraction)}, indent=2))
     else:
         print(f"symbounds certify: {args.model} against {args.spec} ({len(spec.unsafe)} unsafe alternative(s))")
         print(f"  sub-boxes evaluated: {res.boxes}, undecided: {len(res.undecided)}")
         if res.counterexample:
             ce = res.counterexample
+            how = "exact rationals" if ce["checked"] == "exact" else "balls"
             print(f"  counterexample: X = ({', '.join(ce['x'])}) reaches alternative {ce['disjunct']}: "
-                  f"Y = ({', '.join(ce['y'])})")
+                  f"Y = ({', '.join(ce['y'])}) (checked in {how})")
+        if res.stopped is not None:
+            print(f"  stopped by {_STOPPED[res.stopped]}: safe on {pct}% of the input box's volume so far")
         print(f"  time: {res.seconds:.2f} s")
-        print(f"verdict: {res.verdict}")
-    return {"proved": 0, "refuted": 1, "undecided": 3}[res.verdict]
+        print(f"verdict: {res.verdict}" + (" (timeout)" if res.stopped == "timeout" else ""))
+    return res.verdict.exit_code
 
 
 def _export(args) -> int:

@@ -1,13 +1,23 @@
 """Certified output bounds of a user's network over an input box, and whole-cube certificates of it.
 
-:func:`bound` encloses ``{T(x) : x in B}`` for a box ``B = [lo_1, hi_1] x ... x [lo_m, hi_m]``:
-``B`` is cut into sub-boxes (bisecting the widest side ``split`` times, or until every side is at
-most ``width``), ``T`` is evaluated on each sub-box ``x0 +- h`` with first-order Taylor models
-(:mod:`symbounds.core.taylor`; ``T(x0 + delta) in c + <g, delta> + [-r, r]``), and the union of
-the sub-box enclosures is returned with exact rational endpoints.  When the Taylor models cannot
-evaluate a sub-box (a hardmax whose winner is not decided on it, a reciprocal of a model whose
-range contains 0), the sub-box is evaluated once more with plain Arb interval balls
-(``x_i in [lo_i, hi_i]`` as one ball each); the result says which evaluation was used.
+:func:`bound` encloses ``{T(x) : x in B}`` for a box ``B = [lo_1, hi_1] x ... x [lo_m, hi_m]``
+with the box search of :mod:`symbounds.core.search`: each sub-box ``x0 +- h`` is enclosed with
+first-order Taylor models (``T(x0 + delta) in c + <g, delta> + [-r, r]``; outward-rounded float64
+where the model allows, else Arb), with plain Arb balls where those fail (a hardmax whose winner
+is not decided on it, a reciprocal of a model whose range contains 0), exactly at a point box
+when the network admits it, and every sub-box's enclosure is intersected with its parent's.
+
+* **Adaptive** (the default): the sub-box whose enclosure sticks out of the *sampled range* most
+  (relative to that range) is halved first, until the union is within a factor ``1 + tol`` of
+  the sampled range, or a box limit or timeout is reached.  The sampled range is made of values
+  the output certainly reaches (rigorous values at the extreme points found by random sampling and
+  a gradient descent): ``min T <= sampled_lower`` and ``max T >= sampled_upper``, so the true
+  range lies between the sampled range and the certified enclosure.
+* **Fixed partitions**: bisect the widest side ``split`` times, or until every side is at most
+  ``width``; every level is evaluated, so a finer partition never gives a wider result.
+
+The union of the sub-box enclosures is returned with exact rational endpoints; the result says
+which evaluations were kept.
 
 Input coordinates:
 
@@ -27,20 +37,25 @@ constructions (construction ``"model"``; the network is the embedded model itsel
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+
+import numpy as np
 
 from .boxes import Box, CertifyOptions, CertifyResult, certify_model
 from .certificate import CertificateError, make_certificate
-from .contexts import BallContext, Undecided
+from .claims import Verdict
+from .contexts import BallContext
 from .exact import NumberError, parse_number
 from .modelfile import ModelFileError, model_from_json, model_to_json
-from .taylor import TaylorContext
+from .search import (BoxEvaluator, Limits, Problem, descend, flat_output, float_ends, output_count, partition,
+                     random_points, search, shape_input)
 from .transformer import Transformer, forward
 
-__all__ = ["BoundError", "BoundResult", "bound", "input_dimension", "sub_boxes", "evaluate_box",
-           "outputs_at", "certify", "rebuild", "MAX_BOXES"]
+__all__ = ["BoundError", "BoundResult", "bound", "check_box", "input_dimension", "sub_boxes", "outputs_at", "certify", "rebuild",
+           "MAX_BOXES", "DEFAULT_TOL", "DEFAULT_MAX_BOXES"]
 
 #: The most sub-boxes one call may evaluate.
 MAX_BOXES = 1 << 16
@@ -63,8 +78,18 @@ class BoundResult:
     upper: Fraction | tuple
     boxes: int
     seconds: float
-    method: str  # "taylor", "ball" or "taylor+ball" (some sub-boxes needed interval balls)
+    method: str  # "taylor", "ball", "exact" or several joined by "+" (the evaluators the sub-boxes kept)
     shape: tuple | None = None  # (D, n) of the output matrix, None for a readout
+    #: values the output certainly reaches (``min T <= sampled_lower``, ``max T >= sampled_upper``):
+    #: rigorous values at the sampled extreme points (None where none could be evaluated); the true
+    #: range lies between these and the bound
+    sampled_lower: Fraction | tuple | None = None
+    sampled_upper: Fraction | tuple | None = None
+    evaluated: int = 0  # boxes evaluated (a partition evaluates its coarser levels too)
+    mode: str = "adaptive"  # or "partition" (--split / --width)
+    stopped: str | None = None  # adaptive: None (tolerance reached), "timeout", "max-boxes", "min-width"
+    evaluators: dict = field(default_factory=dict)  # enclosures by evaluator: float, taylor, ball, exact, parent
+    tol: Fraction | None = None
 
     def _pairs(self) -> list:
         if isinstance(self.lower, tuple):
@@ -118,7 +143,8 @@ def _end(v, what) -> Fraction:
                      f"(a {type(v).__name__} is not exact)")
 
 
-def _check_box(model: Transformer, lo, hi) -> Box:
+def check_box(model: Transformer, lo, hi) -> Box:
+    """The box ``[lo, hi]`` with exact ends, checked against the model's inputs (BoundError)."""
     lo = tuple(_end(v, f"lower end {i}") for i, v in enumerate(lo))
     hi = tuple(_end(v, f"upper end {i}") for i, v in enumerate(hi))
     if len(lo) != len(hi) or not lo:
@@ -168,58 +194,9 @@ def sub_boxes(box: Box, split: int = 0, width=None) -> list[Box]:
 
 def _shape_input(model: Transformer, xs: list):
     """The forward pass's input from the flat coordinates (column-major for tokens)."""
-    if model.input == "vector":
-        return xs
-    D, n = _token_shape(model, len(xs))
-    return [[xs[j * D + r] for j in range(n)] for r in range(D)]
-
-
-def _flat_output(model: Transformer, out) -> list:
-    if model.readout is not None:
-        return [out]
-    D, n = len(out), len(out[0])
-    return [out[r][j] for j in range(n) for r in range(D)]
-
-
-def evaluate_box(model: Transformer, box: Box, prec: int):
-    """``(ctx, outputs, method)``: the model's outputs over ``box`` as numbers of ``ctx`` (Taylor
-    models, or interval balls when the Taylor models fail); raises :class:`BoundUndecided`."""
-    ctx = TaylorContext(prec, box.centre, box.half)
-    ctx.half_widths = box.half
-    # The weights are converted once per context name and precision and keep the box of the
-    # context that converted them; convert them again when the sub-box has other half-widths, so
-    # that no operation can bound a linear part with another box's half-widths.
-    key = (ctx.name, ctx.prec)
-    cached = model._numeric_cache.get(key)
-    if cached is not None and getattr(cached.ctx, "half_widths", None) != box.half:
-        del model._numeric_cache[key]
-    try:
-        with ctx.scope():
-            out = forward(ctx, model, _shape_input(model, ctx.inputs()))
-            vals = _flat_output(model, out)
-        if all(v.range().is_finite() for v in vals):
-            return ctx, vals, "taylor"
-    except (Undecided, ZeroDivisionError, TypeError, ValueError):
-        pass
-    ball = BallContext(prec)
-    try:
-        with ball.scope():
-            xs = [ball.convert(a).union(ball.convert(b)) for a, b in zip(box.lo, box.hi)]
-            out = forward(ball, model, _shape_input(model, xs))
-            vals = _flat_output(model, out)
-        if not all(v.is_finite() for v in vals):
-            raise Undecided("a non-finite enclosure")
-        return ball, vals, "ball"
-    except (Undecided, ZeroDivisionError) as e:
-        raise BoundUndecided(f"the model cannot be enclosed over the sub-box "
-                             f"[{', '.join(f'{a}:{b}' for a, b in zip(box.lo, box.hi))}] ({e}); "
-                             "split the box further") from None
-
-
-def enclosure(ctx, v) -> tuple[Fraction, Fraction]:
-    """Exact ``(lower, upper)`` of a context number (a Taylor model's range, or a ball)."""
-    rng = v.range() if hasattr(v, "range") else v
-    return BallContext(ctx.prec).to_fraction_bounds(rng)
+    if model.input != "vector":
+        _token_shape(model, len(xs))
+    return shape_input(model, xs)
 
 
 def outputs_at(model: Transformer, x, prec: int = 128) -> list:
@@ -227,34 +204,145 @@ def outputs_at(model: Transformer, x, prec: int = 128) -> list:
     ball = BallContext(prec)
     with ball.scope():
         out = forward(ball, model, _shape_input(model, [ball.convert(Fraction(v)) for v in x]))
-        return _flat_output(model, out)
+        return flat_output(model, out)
 
 
-def bound(model, lo, hi, split: int = 0, width=None, prec: int = 128) -> BoundResult:
+#: The relative tolerance of the adaptive bound: each end at most ``tol/2`` of the sampled range
+#: outside it.
+DEFAULT_TOL = Fraction(1, 10)
+#: Boxes the adaptive bound evaluates at most (by default).
+DEFAULT_MAX_BOXES = 4000
+
+
+class _Range(Problem):
+    """The adaptive bound as a search problem: a box is settled when its enclosure sticks out of
+    the sampled range ``[s_lo, s_hi]`` by at most ``tol/2 (s_hi - s_lo)`` on either side (then the
+    union over boxes is within ``(1 + tol)`` of the sampled range); the box sticking out most,
+    relative to the range, is refined first.  The sampled range only grows, so a settled box stays
+    settled."""
+
+    def __init__(self, k: int, tol: Fraction):
+        self.half_tol = float(tol) / 2
+        self.lo = np.full(k, np.inf)
+        self.hi = np.full(k, -np.inf)
+        self.argmin: list = [None] * k
+        self.argmax: list = [None] * k
+
+    def observe(self, points, ys):
+        for k in range(min(ys.shape[1], len(self.lo))):
+            col = ys[:, k]
+            if not np.isfinite(col).any():
+                continue
+            i, j = int(np.nanargmin(col)), int(np.nanargmax(col))
+            if col[i] < self.lo[k]:
+                self.lo[k], self.argmin[k] = col[i], points[i]
+            if col[j] > self.hi[k]:
+                self.hi[k], self.argmax[k] = col[j], points[j]
+
+    def excess(self, enc) -> float:
+        if enc is None or not np.isfinite(self.lo).all():
+            return math.inf
+        lo, hi = float_ends(enc)
+        worst = 0.0
+        for k in range(len(self.lo)):
+            span = max(self.hi[k] - self.lo[k], 1e-12 * max(1.0, abs(self.lo[k]), abs(self.hi[k])))
+            worst = max(worst, (self.lo[k] - lo[k]) / span, (hi[k] - self.hi[k]) / span)
+        return worst
+
+    def decide(self, box, enc):
+        return Verdict.PROVED if self.excess(enc) <= self.half_tol else Verdict.UNDECIDED
+
+    def priority(self, box, enc):
+        return -self.excess(enc)
+
+    def objectives(self):
+        return [obj for k in range(len(self.lo)) for obj in (lambda ys, k=k: ys[:, k], lambda ys, k=k: -ys[:, k])]
+
+
+def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, tol=None,
+          max_boxes: int | None = None, timeout: float | None = None, progress=None, seed: int = 0,
+          fast: bool = True) -> BoundResult:
     """A certified enclosure of the model's output over the box ``[lo, hi]`` (see the module
-    docstring); ``model`` is a :class:`Transformer`, a model-file dict or a path."""
+    docstring); ``model`` is a :class:`Transformer`, a model-file dict or a path.
+
+    With ``split`` or ``width``: that fixed partition.  Otherwise adaptive: boxes are refined
+    where the enclosure sticks out of the sampled range most, until it is within ``tol`` (default
+    :data:`DEFAULT_TOL`) of it, or ``max_boxes`` boxes were evaluated, or ``timeout`` seconds
+    passed (``stopped`` says which).  ``progress(done, evaluated)`` is called as boxes are
+    evaluated (``done``: the settled fraction of the box's volume, or of the partition's leaves).
+    ``fast=False`` encloses every box in Arb (no float pass)."""
     t0 = time.perf_counter()
     model = _as_model(model)
     if not (24 <= int(prec) <= 1 << 16):
         raise BoundError(f"precision {prec}: use between 24 and 65536 bits")
-    box = _check_box(model, lo, hi)
-    boxes = sub_boxes(box, split, width)
-    los = his = None
-    methods = set()
-    for b in boxes:
-        ctx, vals, method = evaluate_box(model, b, prec)
-        methods.add(method)
-        ends = [enclosure(ctx, v) for v in vals]
-        if los is None:
-            los, his = [e[0] for e in ends], [e[1] for e in ends]
-        else:
-            los = [min(a, e[0]) for a, e in zip(los, ends)]
-            his = [max(a, e[1]) for a, e in zip(his, ends)]
-    method = "taylor" if methods == {"taylor"} else ("ball" if methods == {"ball"} else "taylor+ball")
+    box = check_box(model, lo, hi)
+    k = output_count(model, len(box.lo))
+    if tol is not None:
+        tol = _end(tol, "the tolerance")
+        if not (0 < tol <= 100):
+            raise BoundError(f"tolerance {tol}: use a number in (0, 100]")
+    ev = BoxEvaluator(model, prec, fast)
+    problem = _Range(k, DEFAULT_TOL if tol is None else tol)
+    stopped = None
+    if split is None and width is None:
+        res = search(problem, ev, box, Limits(max_boxes=max_boxes or DEFAULT_MAX_BOXES, timeout=timeout,
+                                              seed=seed), progress)
+        leaves, evaluated, stopped = res.decided + res.open, res.evaluated, res.stopped
+        mode = "adaptive"
+    else:
+        n = len(sub_boxes(box, split or 0, width))  # checks the options and the box count
+        leaves, evaluated = partition(ev, box, split or 0, width,
+                                      None if progress is None else lambda done, m: progress(Fraction(done, n), m))
+        assert len(leaves) == n
+        mode = "partition"
+        sample_range(problem, ev, box, seed)
+    for b, e in leaves:
+        if e is None:
+            raise BoundUndecided(f"the model cannot be enclosed over the sub-box "
+                                 f"[{', '.join(f'{a}:{c}' for a, c in zip(b.lo, b.hi))}]; split the box further")
+    los = [min(e.lo[j] for _, e in leaves) for j in range(k)]
+    his = [max(e.hi[j] for _, e in leaves) for j in range(k)]
+    slo, shi = _attained(problem, ev, los, his)
+    kinds = {_KIND.get(e.method, e.method) for _, e in leaves} - {"parent"}
+    method = "+".join(m for m in ("exact", "taylor", "ball") if m in kinds) or "taylor"
+    common = dict(boxes=len(leaves), seconds=time.perf_counter() - t0, method=method, evaluated=evaluated,
+                  mode=mode, stopped=stopped, evaluators=dict(ev.counts),
+                  tol=None if mode == "partition" else (DEFAULT_TOL if tol is None else tol))
     if model.readout is not None:
-        return BoundResult(los[0], his[0], len(boxes), time.perf_counter() - t0, method)
+        return BoundResult(los[0], his[0], sampled_lower=slo[0], sampled_upper=shi[0], **common)
     D = model.width
-    return BoundResult(tuple(los), tuple(his), len(boxes), time.perf_counter() - t0, method, (D, len(los) // D))
+    return BoundResult(tuple(los), tuple(his), shape=(D, len(los) // D), sampled_lower=tuple(slo),
+                       sampled_upper=tuple(shi), **common)
+
+
+_KIND = {"float": "taylor", "taylor": "taylor", "ball": "ball", "exact": "exact"}
+
+
+def sample_range(problem: Problem, ev: BoxEvaluator, box: Box, seed: int = 0, n: int = 64) -> None:
+    """The falsification pass of a search, for a fixed partition's sampled range."""
+    import random
+
+    pts = [box.lo, box.hi, box.centre] + random_points(box, n, random.Random(seed))
+    problem.observe(pts, ev.sample(pts))
+    for k, obj in enumerate(problem.objectives()):
+        start = problem.argmin[k // 2] if k % 2 == 0 else problem.argmax[k // 2]
+        if start is not None:
+            seen, _ = descend(ev, obj, box, [start])
+            if seen:
+                problem.observe(seen, ev.sample(seen))
+
+
+def _attained(problem: _Range, ev: BoxEvaluator, los, his) -> tuple[list, list]:
+    """Values the outputs certainly reach: at the sampled minimiser of output ``k``, the upper end
+    of its rigorous value (so ``min T_k <=`` it), at the maximiser the lower end, clipped into the
+    certified enclosure; None where no point could be evaluated rigorously."""
+    slo, shi = [], []
+    for k in range(len(los)):
+        a = None if problem.argmin[k] is None else ev.at(problem.argmin[k])
+        b = None if problem.argmax[k] is None else ev.at(problem.argmax[k])
+        slo.append(None if a is None else min(max(a.hi[k], los[k]), his[k]))
+        shi.append(None if b is None else max(min(b.lo[k], his[k]), los[k]))
+    return slo, shi
 
 
 def _as_model(model) -> Transformer:

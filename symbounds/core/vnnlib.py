@@ -8,12 +8,15 @@ conjunctions ``(assert (or (and (>= Y_0 Y_1) (<= Y_0 2)) (and ...)))``.  Several
 conjoined.  Terms are linear: numbers, variables, ``(+ a b ...)``, ``(- a b)``, ``(- a)``,
 ``(* c a)`` with a number ``c``.
 
-The property is **proved** when no input of the box reaches ``U``: the box is cut into sub-boxes,
-the outputs are enclosed on each with Taylor models (:func:`symbounds.core.bound.evaluate_box`),
-and on each sub-box every disjunct of ``U`` has one constraint whose enclosure lies entirely on
-its false side.  It is **refuted** by an input (a sub-box centre, an exact rational point) where
-a ball evaluation of the outputs decides every constraint of one disjunct true; **undecided**
-otherwise.
+The property is **proved** when no input of the box reaches ``U``: the box is cut into sub-boxes
+by the best-first search of :mod:`symbounds.core.search` (the sub-box that may reach deepest into
+``U`` first), the outputs are enclosed on each (float or Arb Taylor models, balls), and on each
+sub-box every disjunct of ``U`` has one constraint whose enclosure lies entirely on its false
+side.  It is **refuted** by an input -- an exact rational point, found by random sampling, a
+gradient descent or as a sub-box centre -- where an exact evaluation (when the network admits
+one: rational weights, ReLU, hardmax) or a ball evaluation of the outputs decides every
+constraint of one disjunct true; **undecided** otherwise (``stopped`` says whether by the box
+limit, the timeout or the smallest width).
 
 The reader is a small parser over the s-expression grammar: numbers are read exactly
 (:func:`symbounds.core.exact.parse_number`), nothing is evaluated, and anything outside the subset
@@ -22,15 +25,19 @@ The reader is a small parser over the s-expression grammar: numbers are read exa
 
 from __future__ import annotations
 
+import math
 import re
-import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
 
-from .bound import BoundUndecided, _check_box, enclosure, evaluate_box, outputs_at
+import numpy as np
+
+from .bound import check_box
+from .claims import Verdict
 from .contexts import BallContext
 from .exact import NumberError, parse_number
+from .search import BoxEvaluator, Limits, Problem, float_ends, output_count, search
 from .transformer import Transformer
 
 __all__ = ["SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
@@ -281,15 +288,86 @@ def load_vnnlib(path: str) -> Spec:
 
 @dataclass
 class VerifyResult:
-    verdict: str  # proved / refuted / undecided
+    verdict: Verdict
     counterexample: dict | None
     boxes: int  # sub-boxes evaluated
     undecided: list = field(default_factory=list)
     seconds: float = 0.0
     methods: set = field(default_factory=set)
+    stopped: str | None = None  # why an undecided search ended: "timeout", "max-boxes" or "min-width"
+    proved_fraction: Fraction = Fraction(0)  # of the input box's volume (sides of positive width)
+
+
+class _Property(Problem):
+    """No input of the box reaches the unsafe region: a box is decided when on it every disjunct
+    has a constraint whose enclosure lies on its false side; a point refutes when its rigorous
+    outputs make every constraint of one disjunct true."""
+
+    def __init__(self, spec: Spec, k: int):
+        self.spec = spec
+        self.k = k
+        self.rows = [[(np.array([float(a) for a in _dense(c, k)]), float(c.const), c) for c in conj]
+                     for conj in spec.unsafe]
+
+    @staticmethod
+    def _range(c: Constraint, enc) -> tuple[Fraction, Fraction]:
+        """Exact ends of the constraint's value over the box: interval arithmetic on the outputs'
+        enclosures, met with the Taylor models' own (which keep the outputs' correlation)."""
+        lo = hi = c.const
+        for j, a in c.coeffs:
+            lo += a * (enc.lo[j] if a > 0 else enc.hi[j])
+            hi += a * (enc.hi[j] if a > 0 else enc.lo[j])
+        if enc.method == "taylor" and len(c.coeffs) > 1:
+            tlo, thi = enclosure(enc.ctx, _value(enc.ctx, c, enc.vals))
+            lo, hi = max(lo, tlo), min(hi, thi)
+        return lo, hi
+
+    def decide(self, box, enc):
+        if enc is None:
+            return Verdict.UNDECIDED
+        for conj in self.spec.unsafe:
+            if not any((lambda lo: lo >= 0 if c.strict else lo > 0)(self._range(c, enc)[0]) for c in conj):
+                return Verdict.UNDECIDED
+        return Verdict.PROVED
+
+    def priority(self, box, enc):
+        """The deepest a disjunct may reach into the unsafe region on the box (most negative first)."""
+        if enc is None:
+            return -math.inf
+        lo, hi = float_ends(enc)
+        best = math.inf
+        for conj in self.rows:
+            worst = -math.inf
+            for w, k0, _ in conj:
+                worst = max(worst, k0 + float(np.sum(np.where(w > 0, w * np.array(lo), w * np.array(hi)))))
+            best = min(best, worst)
+        return best
+
+    def score(self, ys):
+        """Per point: ``min`` over disjuncts of the ``max`` constraint value (``<= 0``: unsafe)."""
+        out = np.full(len(ys), np.inf)
+        if ys.shape[1] != self.k:
+            return out
+        for conj in self.rows:
+            m = np.full(len(ys), -np.inf)
+            for w, k0, _ in conj:
+                m = np.maximum(m, ys @ w + k0)
+            out = np.minimum(out, m)
+        return np.where(np.isnan(out), np.inf, out)
+
+    def refutes(self, x, enc):
+        for i, conj in enumerate(self.spec.unsafe):
+            if all((lambda hi: hi < 0 if c.strict else hi <= 0)(self._range(c, enc)[1]) for c in conj):
+                if enc.method == "exact":
+                    y = [str(v) for v in enc.lo]
+                else:
+                    y = [v.str(20, radius=True) for v in enc.vals]
+                return {"x": [str(v) for v in x], "disjunct": i, "y": y, "checked": enc.method}
+        return None
 
 
 def _value(ctx, c: Constraint, outs):
+    """The constraint's left side ``sum_j a_j Y_j + const`` in ``ctx``."""
     with ctx.scope():
         v = ctx.convert(c.const)
         for j, a in c.coeffs:
@@ -297,68 +375,40 @@ def _value(ctx, c: Constraint, outs):
         return v
 
 
-def _false_on(ctx, c: Constraint, outs) -> bool:
-    lo, _ = enclosure(ctx, _value(ctx, c, outs))
-    return lo >= 0 if c.strict else lo > 0
+def _dense(c: Constraint, k: int) -> list:
+    out = [Fraction(0)] * k
+    for j, a in c.coeffs:
+        out[j] = a
+    return out
+
+
+def enclosure(ctx, v) -> tuple[Fraction, Fraction]:
+    """Exact ``(lower, upper)`` of a Taylor model's range."""
+    return BallContext(ctx.prec).to_fraction_bounds(v.range())
 
 
 def counterexample_at(model: Transformer, spec: Spec, x, prec: int):
-    """``(outputs, disjunct index)`` if a ball evaluation at the exact point ``x`` decides every
-    constraint of one disjunct of the unsafe region true, else None."""
+    """The counterexample record if the outputs at the exact point ``x`` (exactly where the
+    network admits it, else in balls) make every constraint of one disjunct true, else None."""
     if any(not (a <= v <= b) for a, v, b in zip(spec.lo, x, spec.hi)):
         return None
-    outs = outputs_at(model, x, prec)
-    ball = BallContext(prec)
-    for i, conj in enumerate(spec.unsafe):
-        ok = True
-        for c in conj:
-            _, hi = ball.to_fraction_bounds(_value(ball, c, outs))
-            if not (hi < 0 if c.strict else hi <= 0):
-                ok = False
-                break
-        if ok:
-            return outs, i
-    return None
+    ev = BoxEvaluator(model, prec, fast=False)
+    enc = ev.at(tuple(Fraction(v) for v in x))
+    return None if enc is None else _Property(spec, len(enc.lo)).refutes(x, enc)
 
 
 def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 20000,
-           min_width=Fraction(1, 2**20)) -> VerifyResult:
-    """Prove, refute or leave undecided that no input of the spec's box reaches the unsafe region."""
-    t0 = time.perf_counter()
-    box = _check_box(model, spec.lo, spec.hi)
-    n_out = None
-    queue, undecided, evaluated = [box], [], 0
-    res = VerifyResult("proved", None, 0)
-    while queue:
-        b = queue.pop()
-        evaluated += 1
-        try:
-            ctx, outs, method = evaluate_box(model, b, prec)
-            res.methods.add(method)
-            if n_out is None:
-                n_out = len(outs)
-                used = max((j for conj in spec.unsafe for c in conj for j, _ in c.coeffs), default=-1)
-                if spec.outputs != n_out or used >= n_out:
-                    raise SpecError(f"the property has {spec.outputs} outputs, the model has {n_out}")
-            safe = all(any(_false_on(ctx, c, outs) for c in conj) for conj in spec.unsafe)
-        except BoundUndecided:
-            safe = False
-        if safe:
-            continue
-        hit = counterexample_at(model, spec, b.centre, prec)
-        if hit is not None:
-            outs, i = hit
-            res.verdict = "refuted"
-            res.counterexample = {"x": [str(v) for v in b.centre], "disjunct": i,
-                                  "y": [v.str(20, radius=True) for v in outs]}
-            break
-        if b.width() / 2 < min_width or evaluated + len(queue) >= max_boxes:
-            undecided.append(b)
-        else:
-            queue.extend(b.split())
-    if res.verdict != "refuted" and undecided:
-        res.verdict = "undecided"
-    res.undecided = undecided
-    res.boxes = evaluated
-    res.seconds = time.perf_counter() - t0
-    return res
+           min_width=Fraction(1, 2**20), timeout: float | None = None, progress=None,
+           seed: int = 0) -> VerifyResult:
+    """Prove, refute or leave undecided that no input of the spec's box reaches the unsafe region
+    (best-first search, :func:`symbounds.core.search.search`)."""
+    box = check_box(model, spec.lo, spec.hi)
+    k = output_count(model, len(box.lo))
+    used = max((j for conj in spec.unsafe for c in conj for j, _ in c.coeffs), default=-1)
+    if spec.outputs != k or used >= k:
+        raise SpecError(f"the property has {spec.outputs} outputs, the model has {k}")
+    res = search(_Property(spec, k), BoxEvaluator(model, prec), box,
+                 Limits(max_boxes=max_boxes, timeout=timeout, min_width=Fraction(min_width), seed=seed), progress)
+    return VerifyResult(res.verdict, res.counterexample, res.evaluated, [b for b, _ in res.open]
+                        if res.verdict is Verdict.UNDECIDED else [], res.seconds, set(res.methods),
+                        res.stopped, res.decided_fraction)

@@ -209,3 +209,71 @@ def test_missing_onnx_extra_is_one_line(tmp_path, capsys, monkeypatch):
     code, out, err = run(capsys, "export", MODEL, "--onnx", tmp_path / "m.onnx")
     assert code == 2 and err.count("\n") == 1 and "symbounds[onnx]" in err
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_bound_reports_the_sampled_range_inside_the_certified_one(capsys):
+    code, out, _ = run(capsys, "bound", MODEL, "--box", "0:1,0:1", "--json", "--quiet")
+    data = json.loads(out)
+    assert code == 0 and data["mode"] == "adaptive" and data["tol"] == "1/10" and data["stopped"] is None
+    lo, hi = Fraction(data["lower_exact"]), Fraction(data["upper_exact"])
+    slo, shi = Fraction(data["sampled_lower"]), Fraction(data["sampled_upper"])
+    assert lo <= slo <= shi <= hi
+    assert hi - lo <= Fraction(11, 10) * (shi - slo) + Fraction(1, 10**20)  # the tolerance reached
+    # the corners are inside (independent 300-bit evaluation)
+    for x in ([0, 0], [1, 1], [0, 1], [1, 0]):
+        assert lo <= as_fraction(reference(load("residual_model.json"), x)[0]) <= hi
+    code, out, _ = run(capsys, "bound", MODEL, "--box", "0:1,0:1", "--max-boxes", "3", "--quiet")
+    assert code == 0 and "stopped by the box limit" in out and "(sampled: values at points)" in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["bound", MODEL, "--box", "0:1,0:1", "--tol", "0"], "--tol"),
+    (["bound", MODEL, "--box", "0:1,0:1", "--tol", "1/10", "--split", "2"], "not allowed with"),
+    (["bound", MODEL, "--box", "0:1,0:1", "--timeout", "-1"], "--timeout"),
+    (["bound", MODEL, "--box", "0:1,0:1", "--max-boxes", "0"], "--max-boxes"),
+    (["certify", "--model", MODEL, "--spec", data_path("holds.vnnlib"), "--timeout", "x"], "--timeout"),
+    (["certify", "--model", MODEL, "--target", "x1", "--eps", "1/2", "--timeout", "2"], "--timeout"),
+])
+def test_bound_and_spec_limits_bad_input(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_spec_timeout_is_undecided_with_a_partial_report(tmp_path, capsys):
+    from byon_helpers import random_model
+
+    from symbounds.core.bound import bound
+
+    mj = random_model(12, 12, score_scale=Fraction(1, 2), embed_scale=Fraction(1, 4))
+    (tmp_path / "m.json").write_text(json.dumps(mj))
+    res = bound(mj, [0] * 12, [1] * 12, split=4)
+    t = res.sampled_upper + (res.upper - res.sampled_upper) / 10  # true, far from provable in 2 s
+    decl = "".join(f"(declare-const X_{i} Real)(assert (>= X_{i} 0))(assert (<= X_{i} 1))" for i in range(12))
+    unsafe = f"(declare-const Y_0 Real)(assert (>= Y_0 {t.numerator}/{t.denominator}))"
+    (tmp_path / "p.vnnlib").write_text(decl + unsafe)
+    argv = ["certify", "--model", tmp_path / "m.json", "--spec", tmp_path / "p.vnnlib", "--timeout", "2",
+            "--max-boxes", "100000000"]
+    code, out, _ = run(capsys, *argv, "--json", "--quiet")
+    data = json.loads(out)
+    assert code == 3 and data["verdict"] == "undecided" and data["stopped"] == "timeout"
+    assert data["boxes"] > 1 and data["undecided_boxes"] >= 1 and 0 <= Fraction(data["proved_fraction"]) < 1
+    assert 2 <= float(data["seconds"]) < 8
+    code, out, _ = run(capsys, *argv, "--quiet")
+    assert code == 3 and "stopped by the timeout" in out and "verdict: undecided (timeout)" in out
+
+
+def test_spec_counterexample_at_a_non_dyadic_point_is_exact(tmp_path, capsys):
+    """T(x) = x at X_0 = 0.3 exactly: the ball of 0.3 straddles the threshold, the exact value does not."""
+    ident = {"format": "symbounds-transformer/1", "input": "vector", "precision_bits": 128,
+             "embedding": {"base": [["0"]], "E": [["1"]], "column": 0},
+             "layers": [{"type": "ffn", "skip": "0", "W1": [["1"], ["-1"]], "b1": ["0", "0"],
+                         "W2": [["1", "-1"]], "b2": ["0"]}],
+             "readout": {"row": 0, "column": 0}}
+    (tmp_path / "id.json").write_text(json.dumps(ident))
+    head = "(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 0.3))(assert (<= X_0 0.3))"
+    (tmp_path / "ge.vnnlib").write_text(head + "(assert (>= Y_0 0.3))")
+    (tmp_path / "gt.vnnlib").write_text(head + "(assert (> Y_0 0.3))")
+    code, out, _ = run(capsys, "certify", "--model", tmp_path / "id.json", "--spec", tmp_path / "ge.vnnlib")
+    assert code == 1 and "X = (3/10)" in out and "Y = (3/10)" in out and "exact rationals" in out
+    code, out, _ = run(capsys, "certify", "--model", tmp_path / "id.json", "--spec", tmp_path / "gt.vnnlib")
+    assert code == 0 and "verdict: proved" in out

@@ -1,0 +1,578 @@
+"""One best-first branch and bound over input boxes, and the evaluation of a model over a box.
+
+A *problem* says what an enclosure of the outputs over a box decides and what a point refutes;
+:func:`search` does the rest, for every property decided box by box (VNN-LIB properties in
+:mod:`symbounds.core.vnnlib`, adaptive output bounds in :mod:`symbounds.core.bound`):
+
+* **Enclosures.**  :class:`BoxEvaluator` encloses the outputs ``T(x)``, ``x in B``, over each box
+  ``B = x0 +- h``: in outward-rounded float64 first-order Taylor models over a batch of boxes at
+  once where the model supports it (:mod:`symbounds.core.float_boxes`), else (or where the floats
+  fail) in Arb Taylor models (:mod:`symbounds.core.taylor`) met with plain Arb balls (one ball
+  per input side), either alone where the other fails; a box that is a single point is
+  evaluated exactly where the network admits it (rational weights, ReLU, hardmax:
+  :class:`symbounds.core.contexts.ExactContext`).  A child's
+  enclosure is intersected with its parent's -- the parent's encloses ``T`` over the child too --
+  so refining a box never widens what is known on it.
+* **Best first.**  The open boxes sit in a heap ordered by the problem's priority (recomputed
+  when a box comes up, as what the problem knows may have changed); a box the problem decides
+  is set aside, any other is halved along its widest side and both halves evaluated.
+* **Falsification.**  Before the search, random points of the box, its two extreme corners, its
+  centre, then a signed-gradient descent (finite differences in float) on the problem's violation
+  score; during it, the centre of every new box and, about once a second, a descent from the best
+  points seen (at most a fifth of the search's time).  Points are exact rationals; every
+  candidate is re-checked rigorously (exactly when the network admits it, else in Arb balls, once
+  more at four times the precision) before it is reported.
+* **Limits.**  ``max_boxes`` evaluated boxes, a wall-clock ``timeout`` (checked between batches,
+  and between boxes on the Arb path), and ``min_width``: the search then ends ``undecided`` and
+  says why (``stopped``), with what was decided so far.
+
+Verdicts are :class:`symbounds.core.claims.Verdict`.
+
+The weights' numeric cache is shared between boxes (no purge): a weight is a constant Taylor
+model, the same number in every box, and the box of a result is the box of the operand with a
+gradient (see ``symbounds.core.taylor._box``).  ``tests/core/test_search.py`` evaluates boxes in
+random order against fresh models and an independent 300-bit evaluation.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from .boxes import Box, float_evaluator
+from .claims import Verdict
+from .contexts import BallContext, ExactContext, ExactUnsupported, Undecided
+from .taylor import TaylorContext
+from .transformer import Transformer, forward
+
+__all__ = ["Enclosure", "BoxEvaluator", "Limits", "SearchResult", "search", "partition", "measure",
+           "random_points", "descend", "shape_input", "flat_output", "output_count", "float_ends"]
+
+#: Boxes halved per float batch (twice as many evaluated), and per Arb step.
+FLOAT_BATCH, ARB_BATCH = 32, 1
+#: The most of a search's time the descents started during it may take.
+DESCENT_SHARE = 0.2
+
+
+def shape_input(model: Transformer, xs: list):
+    """The forward pass's input from flat coordinates (column-major ``D x n`` for tokens)."""
+    if model.input == "vector":
+        return xs
+    D = model.width
+    n = len(xs) // D
+    return [[xs[j * D + r] for j in range(n)] for r in range(D)]
+
+
+def flat_output(model: Transformer, out) -> list:
+    """The readout as a one-element list, else every entry of ``Z_L`` column by column."""
+    if model.readout is not None:
+        return [out]
+    D, n = len(out), len(out[0])
+    return [out[r][j] for j in range(n) for r in range(D)]
+
+
+def output_count(model: Transformer, m: int) -> int:
+    """How many outputs the model has on ``m`` input coordinates (the readout, or ``Z_L``)."""
+    if model.readout is not None:
+        return 1
+    if model.input == "vector":
+        return model.width * len(model.embedding.base[0])
+    return m
+
+
+@dataclass
+class Enclosure:
+    """``lo[k] <= T_k(x) <= hi[k]`` for every ``x`` of a box (exact rationals), and the numbers of
+    the rigorous context that produced it (``ctx``, ``vals``: Taylor models keep the correlation
+    between outputs; None for the float pass and for an enclosure inherited from the parent)."""
+
+    lo: tuple
+    hi: tuple
+    method: str  # "float", "taylor", "ball", "exact" or "parent"
+    ctx: object = None
+    vals: list | None = None
+
+    def meet(self, parent: Enclosure | None) -> Enclosure:
+        """The intersection with the parent's enclosure (which also holds on this box)."""
+        if parent is None:
+            return self
+        lo = tuple(max(a, b) for a, b in zip(self.lo, parent.lo))
+        hi = tuple(min(a, b) for a, b in zip(self.hi, parent.hi))
+        if any(a > b for a, b in zip(lo, hi)):
+            raise ArithmeticError("two enclosures of one box are disjoint: an evaluation is unsound")
+        return Enclosure(lo, hi, self.method, self.ctx, self.vals)
+
+    def width(self) -> Fraction:
+        return max(b - a for a, b in zip(self.lo, self.hi))
+
+
+def _is_point(box: Box) -> bool:
+    return all(a == b for a, b in zip(box.lo, box.hi))
+
+
+def measure(box: Box, axes) -> Fraction:
+    """The volume of ``box`` along ``axes`` (the sides of positive width of the searched box)."""
+    v = Fraction(1)
+    for i in axes:
+        v *= box.hi[i] - box.lo[i]
+    return v
+
+
+class BoxEvaluator:
+    """A model's outputs enclosed over boxes (float batch, Arb Taylor models, balls, exact at a
+    point), evaluated at points for sampling (float, not rigorous), and rigorously at a point."""
+
+    def __init__(self, model: Transformer, prec: int = 128, fast: bool = True):
+        self.model = model
+        self.prec = int(prec)
+        self.fast = float_evaluator(model, self.prec) if fast else None
+        self._exact_ok = True  # False once the network is seen to need a transcendental function
+        self.counts: dict = {}
+
+    # --- rigorous -------------------------------------------------------------------------------
+    def enclose(self, boxes: list, parents: list | None = None, deadline: float | None = None) -> list:
+        """``[Enclosure or None]``, each met with its parent's (None: nothing encloses the box and
+        it has no parent's).  Past ``deadline`` the remaining Arb boxes keep their parents'."""
+        parents = parents or [None] * len(boxes)
+        out: list = [None] * len(boxes)
+        arb = []
+        wide = [i for i, b in enumerate(boxes) if not _is_point(b)]
+        for i, b in enumerate(boxes):
+            if _is_point(b):
+                e = self._exact(b.lo)
+                if e is not None:
+                    out[i] = e
+                else:
+                    arb.append(i)
+        if self.fast is not None and wide:
+            lo, hi, ok, _, _, _ = self.fast.enclose([boxes[i].lo for i in wide], [boxes[i].hi for i in wide])
+            for k, i in enumerate(wide):
+                if ok[k]:
+                    out[i] = Enclosure((Fraction(float(lo[k])),), (Fraction(float(hi[k])),), "float")
+                else:
+                    arb.append(i)
+        else:
+            arb.extend(wide)
+        for i in sorted(arb):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            out[i] = self._arb(boxes[i])
+        for i, e in enumerate(out):
+            p = parents[i]
+            if e is None:
+                out[i] = None if p is None else Enclosure(p.lo, p.hi, "parent")
+            else:
+                out[i] = e.meet(p)
+            if out[i] is not None:
+                self.counts[out[i].method] = self.counts.get(out[i].method, 0) + 1
+        return out
+
+    def _arb(self, box: Box) -> Enclosure | None:
+        """Arb Taylor models met with plain balls over the box (either alone where the other fails;
+        the balls are the cheaper pass, and at times the tighter on a wide box)."""
+        taylor = ball_enc = None
+        ctx = TaylorContext(self.prec, box.centre, box.half)
+        try:
+            with ctx.scope():
+                vals = flat_output(self.model, forward(ctx, self.model, shape_input(self.model, ctx.inputs())))
+            rngs = [v.range() for v in vals]
+            if all(r.is_finite() for r in rngs):
+                taylor = _from_balls(ctx.ball, rngs, "taylor", ctx, vals)
+        except (Undecided, ZeroDivisionError, TypeError, ValueError):
+            pass
+        ball = BallContext(self.prec)
+        try:
+            with ball.scope():
+                xs = [ball.convert(a).union(ball.convert(b)) for a, b in zip(box.lo, box.hi)]
+                vals = flat_output(self.model, forward(ball, self.model, shape_input(self.model, xs)))
+            if all(v.is_finite() for v in vals):
+                ball_enc = _from_balls(ball, vals, "ball", ball, vals)
+        except (Undecided, ZeroDivisionError):
+            pass
+        if taylor is None:
+            return ball_enc
+        return taylor.meet(ball_enc)
+
+    def _exact(self, x) -> Enclosure | None:
+        if not self._exact_ok:
+            return None
+        ctx = ExactContext()
+        try:
+            with ctx.scope():
+                xs = shape_input(self.model, [ctx.convert(v) for v in x])
+                vals = flat_output(self.model, forward(ctx, self.model, xs))
+        except (ExactUnsupported, TypeError, ZeroDivisionError):
+            self._exact_ok = False
+            return None
+        ends = [ctx.to_fraction_bounds(v) for v in vals]
+        return Enclosure(tuple(e[0] for e in ends), tuple(e[1] for e in ends), "exact", ctx, vals)
+
+    def at(self, x, prec: int | None = None) -> Enclosure | None:
+        """The outputs at the exact point ``x``: exactly where the network admits it, else in
+        balls at ``prec`` (default the evaluator's)."""
+        e = self._exact(x)
+        if e is not None:
+            return e
+        ball = BallContext(prec or self.prec)
+        try:
+            with ball.scope():
+                vals = flat_output(self.model, forward(ball, self.model,
+                                                       shape_input(self.model, [ball.convert(v) for v in x])))
+        except (Undecided, ZeroDivisionError):
+            return None
+        if not all(v.is_finite() for v in vals):
+            return None
+        return _from_balls(ball, vals, "ball", ball, vals)
+
+    # --- sampling (floats, not rigorous) ----------------------------------------------------------
+    def sample(self, points: list) -> np.ndarray:
+        """``(P, k)`` float approximations of the outputs at exact points (NaN where no value)."""
+        if not points:
+            return np.zeros((0, 1))
+        if self.fast is not None:
+            lo, hi, ok = self.fast.ranges(points, points)
+            y = np.where(ok, (np.asarray(lo) + np.asarray(hi)) / 2, np.nan)
+            return y.reshape(-1, 1)
+        ball = BallContext(64)
+        rows = []
+        for x in points:
+            try:
+                with ball.scope():
+                    vals = flat_output(self.model, forward(ball, self.model,
+                                                           shape_input(self.model, [ball.convert(v) for v in x])))
+                rows.append([float(v.mid()) if v.is_finite() else np.nan for v in vals])
+            except (Undecided, ZeroDivisionError):
+                rows.append(None)
+        k = max((len(r) for r in rows if r is not None), default=1)
+        return np.array([r if r is not None else [np.nan] * k for r in rows], dtype=float)
+
+
+def _from_balls(ball: BallContext, balls, method, ctx, vals) -> Enclosure:
+    ends = [ball.to_fraction_bounds(b) for b in balls]
+    return Enclosure(tuple(e[0] for e in ends), tuple(e[1] for e in ends), method, ctx, vals)
+
+
+# ------------------------------------------------------------------------------------------------
+# points
+
+
+def random_points(box: Box, n: int, rng: random.Random, bits: int = 20) -> list:
+    """``n`` exact points of the box, each coordinate ``lo + (hi - lo) k / 2^bits``."""
+    N = 1 << bits
+    return [tuple(a + (b - a) * Fraction(rng.randrange(N + 1), N) for a, b in zip(box.lo, box.hi))
+            for _ in range(n)]
+
+
+def _clip(box: Box, x) -> tuple:
+    """The exact point of the box nearest the float point ``x``."""
+    return tuple(min(max(Fraction(float(v)), a), b) for v, a, b in zip(x, box.lo, box.hi))
+
+
+def descend(evaluator: BoxEvaluator, score, box: Box, starts: list, steps: int = 12,
+            deadline: float | None = None) -> tuple[list, np.ndarray]:
+    """Signed-gradient descent of ``score`` (a function of the ``(P, k)`` outputs, one float per
+    point, lower is better) from all starts at once: finite differences in float, a step of a
+    quarter of the box's sides that halves (per start) when it does not improve.  Returns the
+    visited points and their scores."""
+    widths = np.array([float(b - a) for a, b in zip(box.lo, box.hi)])
+    axes = np.flatnonzero(widths > 0)
+    if not starts or not len(axes):
+        return [], np.zeros(0)
+    his = np.array([float(b) for b in box.hi])
+    xs = [tuple(x) for x in starts]
+    f = score(evaluator.sample(xs))
+    step = np.full(len(xs), 0.25)
+    seen, scores = [], []
+    for _ in range(steps):
+        live = [i for i in range(len(xs)) if np.isfinite(f[i]) and step[i] >= 1e-6]
+        if not live or (deadline is not None and time.monotonic() >= deadline):
+            break
+        probes, where = [], []
+        for i in live:
+            xf = np.array([float(v) for v in xs[i]])
+            for a in axes:
+                p = xf.copy()
+                h = max(widths[a] * 1e-6, 1e-12)
+                p[a] = p[a] + h if p[a] + h <= his[a] else p[a] - h
+                probes.append(_clip(box, p))
+                where.append((i, a, xf))
+        fs = score(evaluator.sample(probes))
+        grads = {i: np.zeros(len(widths)) for i in live}
+        for (i, a, xf), p, fi in zip(where, probes, fs):
+            dx = float(p[a]) - xf[a]
+            if np.isfinite(fi) and dx != 0:
+                grads[i][a] = (fi - f[i]) / dx
+        moved = [i for i in live if grads[i].any()]
+        if not moved:
+            break
+        ys = [_clip(box, np.array([float(v) for v in xs[i]]) - step[i] * widths * np.sign(grads[i])) for i in moved]
+        fy = score(evaluator.sample(ys))
+        for i, y, v in zip(moved, ys, fy):
+            seen.append(y)
+            scores.append(v)
+            if np.isfinite(v) and v < f[i]:
+                xs[i], f[i] = y, v
+            else:
+                step[i] /= 2
+    return seen, np.array(scores, dtype=float)
+
+
+# ------------------------------------------------------------------------------------------------
+# the search
+
+
+@dataclass
+class Limits:
+    max_boxes: int = 20000  # boxes evaluated
+    timeout: float | None = None  # seconds of wall clock
+    min_width: Fraction = Fraction(1, 2**20)  # a box whose half-width is below this is not split
+    samples: int = 64  # random points of the falsification pass before the search
+    seed: int = 0
+
+
+@dataclass
+class SearchResult:
+    verdict: Verdict
+    counterexample: dict | None
+    decided: list  # [(Box, Enclosure)] the problem decided
+    open: list  # [(Box, Enclosure or None)] left undecided (unsplit or too small)
+    evaluated: int
+    seconds: float
+    stopped: str | None = None  # None (finished), "timeout", "max-boxes" or "min-width"
+    decided_fraction: Fraction = Fraction(0)  # of the searched box's volume (sides of positive width)
+    methods: dict = field(default_factory=dict)  # enclosures kept, by evaluator
+
+
+class Problem:
+    """What a search decides.  Subclasses override what they need."""
+
+    def decide(self, box: Box, enc: Enclosure | None) -> Verdict:
+        """PROVED when nothing is left to do on the box, else UNDECIDED (refine it)."""
+        return Verdict.UNDECIDED
+
+    def priority(self, box: Box, enc: Enclosure | None) -> float:
+        """Smaller first."""
+        return -float(box.width())
+
+    def score(self, ys: np.ndarray) -> np.ndarray:
+        """A float per sampled point, ``<= 0`` where it looks like a counterexample (lower is
+        more violating); ``+inf`` everywhere for a problem without counterexamples."""
+        return np.full(len(ys), np.inf)
+
+    def observe(self, points: list, ys: np.ndarray) -> None:
+        """Sampled outputs at exact points (what a bound's sampled range is made of)."""
+
+    def refutes(self, x, enc: Enclosure) -> dict | None:
+        """A counterexample record when the rigorous outputs ``enc`` at ``x`` violate the
+        property, else None."""
+        return None
+
+    def objectives(self) -> list:
+        """Scores to descend on during the search (default: :meth:`score`)."""
+        return [self.score]
+
+
+def _probe(problem: Problem, ev: BoxEvaluator, points: list, ys: np.ndarray | None = None,
+           recheck: int = 3) -> dict | None:
+    """Sample ``points``, and re-check the most violating ones rigorously."""
+    if not points:
+        return None
+    ys = ev.sample(points) if ys is None else ys
+    problem.observe(points, ys)
+    s = problem.score(ys)
+    order = [i for i in np.argsort(s, kind="stable")[:recheck] if s[i] <= 0]
+    for i in order:
+        hit = _rigorous(problem, ev, points[i])
+        if hit is not None:
+            return hit
+    return None
+
+
+def _rigorous(problem: Problem, ev: BoxEvaluator, x) -> dict | None:
+    for prec in (ev.prec, 4 * ev.prec):
+        enc = ev.at(x, prec)
+        if enc is None:
+            continue
+        hit = problem.refutes(x, enc)
+        if hit is not None or enc.method == "exact":
+            return hit
+    return None
+
+
+def _falsify(problem: Problem, ev: BoxEvaluator, box: Box, rng, n: int, pool: list,
+             deadline: float | None) -> dict | None:
+    """The pass before the search: corners, centre, random points, then descents."""
+    pts = [box.lo, box.hi, box.centre] + random_points(box, n, rng)
+    ys = ev.sample(pts)
+    hit = _probe(problem, ev, pts, ys)
+    if hit is not None:
+        return hit
+    _remember(pool, pts, ys, problem)
+    return _descents(problem, ev, box, pool, deadline)
+
+
+def _remember(pool: list, pts, ys, problem: Problem, keep: int = 8) -> None:
+    """The best points seen for each objective (``pool``: one list per objective)."""
+    for k, obj in enumerate(problem.objectives()):
+        s = obj(ys)
+        while len(pool) <= k:
+            pool.append([])
+        pool[k].extend((float(v), p) for v, p in zip(s, pts) if np.isfinite(v))
+        pool[k].sort(key=lambda t: t[0])
+        del pool[k][keep:]
+
+
+def _descents(problem: Problem, ev: BoxEvaluator, box: Box, pool: list, deadline):
+    """A descent on each objective from its best points so far (fewer and shorter in balls)."""
+    starts, steps = (3, 12) if ev.fast is not None else (1, 4)
+    for k, obj in enumerate(problem.objectives()):
+        if k >= len(pool):
+            break
+        seen, _ = descend(ev, obj, box, [p for _, p in pool[k][:starts]], steps, deadline)
+        if seen:
+            ys = ev.sample(seen)
+            hit = _probe(problem, ev, seen, ys)
+            if hit is not None:
+                return hit
+            _remember(pool, seen, ys, problem)
+    return None
+
+
+def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None = None,
+           progress=None) -> SearchResult:
+    """Decide ``problem`` over ``box`` (see the module docstring).
+
+    ``progress(fraction, evaluated)``: the exact part of the box's volume decided so far, and the
+    number of boxes evaluated."""
+    limits = limits or Limits()
+    t0 = time.monotonic()
+    deadline = None if limits.timeout is None else t0 + limits.timeout
+    rng = random.Random(limits.seed)
+    axes = [i for i, (a, b) in enumerate(zip(box.lo, box.hi)) if b > a]
+    total = measure(box, axes)
+    pool: list = []
+    decided: list = []
+    small: list = []
+    done_volume = Fraction(0)
+    heap: list = []
+    tick = 0
+    stopped = None
+
+    def finish(verdict, cex=None, opened=()):
+        frac = done_volume / total if total else Fraction(int(not opened and verdict is not Verdict.REFUTED))
+        return SearchResult(verdict, cex, decided, list(opened), evaluated, time.monotonic() - t0, stopped, frac,
+                            dict(ev.counts))
+
+    evaluated = 0
+    cex = _falsify(problem, ev, box, rng, limits.samples, pool, deadline)
+    if cex is not None:
+        return finish(Verdict.REFUTED, cex, [(box, None)])
+    root = ev.enclose([box], deadline=None)[0]
+    evaluated = 1
+    heapq.heappush(heap, (problem.priority(box, root), tick, box, root))
+    batch = FLOAT_BATCH if ev.fast is not None else ARB_BATCH
+    last_descent = time.monotonic()
+    descending = 0.0
+    while heap:
+        if deadline is not None and time.monotonic() >= deadline:
+            stopped = "timeout"
+            break
+        if evaluated >= limits.max_boxes:
+            stopped = "max-boxes"
+            break
+        pick = []
+        while heap and len(pick) < batch:
+            pr, _, b, e = heapq.heappop(heap)
+            if e is not None and problem.decide(b, e) is Verdict.PROVED:
+                decided.append((b, e))
+                done_volume += measure(b, axes)
+                continue
+            now = problem.priority(b, e)
+            if now > pr and heap and now > heap[0][0]:  # it fell behind another box: back in line
+                tick += 1
+                heapq.heappush(heap, (now, tick, b, e))
+                continue
+            if b.width() / 2 < limits.min_width:
+                small.append((b, e))
+                continue
+            pick.append((b, e))
+        if not pick:
+            continue
+        children, parents = [], []
+        for b, e in pick:
+            for c in b.split():
+                children.append(c)
+                parents.append(e)
+        encs = ev.enclose(children, parents, deadline)
+        evaluated += len(children)
+        cs = [c.centre for c in children]
+        ys = ev.sample(cs)
+        hit = _probe(problem, ev, cs, ys)
+        if hit is not None:
+            return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
+        _remember(pool, cs, ys, problem)
+        now = time.monotonic()
+        if now - last_descent > 1.0 and descending <= DESCENT_SHARE * (now - t0):
+            hit = _descents(problem, ev, box, pool, deadline)
+            last_descent = time.monotonic()
+            descending += last_descent - now
+            if hit is not None:
+                return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
+        for c, e in zip(children, encs):
+            if e is not None and problem.decide(c, e) is Verdict.PROVED:
+                decided.append((c, e))
+                done_volume += measure(c, axes)
+                continue
+            tick += 1
+            heapq.heappush(heap, (problem.priority(c, e), tick, c, e))
+        if progress is not None:
+            progress(done_volume / total if total else Fraction(0), evaluated)
+    opened = [(b, e) for _, _, b, e in heap] + small
+    if stopped is None and small:
+        stopped = "min-width"
+    if opened:
+        return finish(Verdict.UNDECIDED, None, opened)
+    return finish(Verdict.PROVED)
+
+
+def partition(ev: BoxEvaluator, box: Box, split: int = 0, width=None, progress=None) -> tuple[list, int]:
+    """``([(Box, Enclosure)], evaluated)``: the fixed partition of ``box`` (halving the widest side
+    ``split`` times, or until every side is at most ``width``), level by level, every box's
+    enclosure met with its parent's -- so a finer partition never gives a wider union."""
+    level = [(box, None)]
+    leaves: list = []
+    evaluated = 0
+    depth = 0
+    while level:
+        encs = ev.enclose([b for b, _ in level], [e for _, e in level])
+        evaluated += len(level)
+        nxt = []
+        for (b, _), e in zip(level, encs):
+            more = b.width() > width if width is not None else depth < split
+            if more:
+                nxt.extend((c, e) for c in b.split())
+            else:
+                leaves.append((b, e))
+        if progress is not None:
+            progress(len(leaves), evaluated)
+        level = nxt
+        depth += 1
+    return leaves, evaluated
+
+
+def float_ends(enc: Enclosure) -> tuple[list, list]:
+    """The enclosure's ends as floats (for steering, never for a result)."""
+    return [_f(v) for v in enc.lo], [_f(v) for v in enc.hi]
+
+
+def _f(q: Fraction) -> float:
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
