@@ -118,7 +118,9 @@ def _end(v, what) -> Fraction:
                      f"(a {type(v).__name__} is not exact)")
 
 
-def _check_box(model: Transformer, lo, hi) -> Box:
+def check_box(model: Transformer, lo, hi) -> Box:
+    """The box ``[lo_1, hi_1] x ... x [lo_d, hi_d]`` with exact ends, checked against the model's
+    inputs (one interval per input coordinate or token entry); :class:`BoundError` names the problem."""
     lo = tuple(_end(v, f"lower end {i}") for i, v in enumerate(lo))
     hi = tuple(_end(v, f"upper end {i}") for i, v in enumerate(hi))
     if len(lo) != len(hi) or not lo:
@@ -190,9 +192,9 @@ def evaluate_box(model: Transformer, box: Box, prec: int):
     # context that converted them; convert them again when the sub-box has other half-widths, so
     # that no operation can bound a linear part with another box's half-widths.
     key = (ctx.name, ctx.prec)
-    cached = model._numeric_cache.get(key)
+    cached = model.cached_numeric(key)
     if cached is not None and getattr(cached.ctx, "half_widths", None) != box.half:
-        del model._numeric_cache[key]
+        model.drop_numeric(key)
     try:
         with ctx.scope():
             out = forward(ctx, model, _shape_input(model, ctx.inputs()))
@@ -237,7 +239,7 @@ def bound(model, lo, hi, split: int = 0, width=None, prec: int = 128) -> BoundRe
     model = _as_model(model)
     if not (24 <= int(prec) <= 1 << 16):
         raise BoundError(f"precision {prec}: use between 24 and 65536 bits")
-    box = _check_box(model, lo, hi)
+    box = check_box(model, lo, hi)
     boxes = sub_boxes(box, split, width)
     los = his = None
     methods = set()

@@ -36,7 +36,7 @@ from fractions import Fraction
 
 from .exact import NumberError
 from .modelfile import model_from_json, model_to_json
-from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, _flatten
+from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, flatten
 
 __all__ = ["OnnxError", "export_onnx", "import_onnx", "model_to_onnx", "onnx_to_model"]
 
@@ -67,7 +67,7 @@ def _exact(model: Transformer) -> Transformer:
     if model.embedding is not None:
         arrays += [model.embedding.base, model.embedding.E]
     if model.definitions or any(not isinstance(v, (int, Fraction)) or isinstance(v, bool)
-                                for a in arrays for v in _flatten(a)):
+                                for a in arrays for v in flatten(a)):
         return model_from_json(model_to_json(model, 192))
     return model
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
 
-from .bound import BoundUndecided, _check_box, enclosure, evaluate_box, outputs_at
+from .bound import BoundUndecided, check_box, enclosure, evaluate_box, outputs_at
 from .contexts import BallContext
 from .exact import NumberError, parse_number
 from .transformer import Transformer
@@ -330,7 +330,7 @@ def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 200
            min_width=Fraction(1, 2**20)) -> VerifyResult:
     """Prove, refute or leave undecided that no input of the spec's box reaches the unsafe region."""
     t0 = time.perf_counter()
-    box = _check_box(model, spec.lo, spec.hi)
+    box = check_box(model, spec.lo, spec.hi)
     n_out = None
     queue, undecided, evaluated = [box], [], 0
     res = VerifyResult("proved", None, 0)
