@@ -226,7 +226,8 @@ def _certify_spec(args, prec: int) -> int:
 
 
 def _export(args) -> int:
-    from ..core.onnx_io import OnnxError, export_onnx
+    from ..core.onnx_export import export_onnx
+    from ..core.onnx_io import OnnxError
 
     model = _load(args.model)
     check_out_folders(args.onnx)
