@@ -55,17 +55,17 @@ from ..core.claims import RELATION_TEX
 from ..core.contexts import BallContext
 from ..core.exact import as_fraction, decimal
 from ..core.files import atomic_write
-from ..papers.alcalde.dataset import load_dataset, random_dataset
+from ..papers.alcalde.dataset import load_dataset
 from ..papers.alcalde.run import InterpOptions, thresholds
 from ..papers.alcalde.run import run as interp_run
 from ..papers.shi_liao import tables as T
 from ..papers.shi_liao.notation import NAMES, formulas_agree, notation_formulas, tex_formula
 from ..papers.shi_liao.run import PouOptions, run
-from .args import UsageError, add_instance_args, instance, written
+from .args import UsageError, add_instance_args, instance, precision, random_interp_dataset, written
 
 __all__ = [
     "pou_latex", "interp_latex", "tables_latex", "notation_formulas", "formulas_agree", "ball_tex", "decimal_tex",
-    "document", "add_latex_arguments", "run_latex", "value_tex",
+    "document", "add_latex_arguments", "run_latex", "value_tex", "paper_latex",
 ]
 
 # ------------------------------------------------------------------------------------------
@@ -298,6 +298,7 @@ PACKAGES = {
     "pou": ("amsmath", "amssymb"),
     "interp": ("amsmath", "amssymb", "booktabs", "array"),
     "tables": ("amsmath", "amssymb", "booktabs", "graphicx"),
+    "paper": ("amsmath", "amssymb"),
 }
 
 
@@ -308,7 +309,7 @@ def document(body: str, fragment: bool = False, title: str | None = None, what: 
         head = ""
         if what:
             head = (f"% symbounds latex {what} --fragment: \\input this in a document that loads\n"
-                    f"% \\usepackage{{{','.join(PACKAGES[what])}}}\n")
+                    f"% \\usepackage{{{','.join(PACKAGES.get(what, PACKAGES['paper']))}}}\n")
         return head + body.rstrip() + "\n"
     head = _PREAMBLE + (rf"\section*{{{title}}}" + "\n" if title else "")
     return head + body.rstrip() + "\n\\end{document}\n"
@@ -610,9 +611,31 @@ def tables_latex(fragment: bool = False) -> str:
 # command line
 
 
+def paper_latex(paper, values: dict, proof, inst=None, fragment: bool = False) -> str:
+    """Any catalogue construction at one instance: its citation, the instance's parameters, the
+    construction's own sections (:attr:`Paper.latex <symbounds.core.paper.Paper>`, when it has
+    them), then every claim with its verdict, as in the other documents."""
+    out = [text_tex(paper.citation) + r"\par", "", r"\subsection*{Instance}", r"\begin{itemize}"]
+    out += [rf"\item \texttt{{{text_tex(k)}}} $=$ \texttt{{{text_tex(v)}}}" for k, v in values.items()]
+    if not values:
+        out.append(r"\item (the defaults)")
+    out += [r"\end{itemize}", ""]
+    for title, body in (paper.latex(inst, proof) if paper.latex is not None else []):
+        out += [rf"\subsection*{{{text_tex(title)}}}", body.rstrip(), ""]
+    out += [r"\subsection*{Claims}", r"\begin{description}"]
+    out += [_claim_block(c) for c in proof.results]
+    out += [r"\end{description}", "", rf"\noindent Verdict: \textsc{{{text_tex(proof.verdict)}}}."]
+    return document("\n".join(out), fragment, title=paper.title, what=paper.key)
+
+
 def add_latex_arguments(parser) -> None:
-    """Flags of ``symbounds latex pou|interp|tables [instance flags] --out FILE.tex [--fragment]``."""
-    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten"], help="which document")
+    """Flags of ``symbounds latex pou|interp|tables|tighten|KEY [instance] --out FILE.tex [--fragment]``."""
+    from ..papers import CATALOGUE
+    from .catalogue_cli import add_paper_arguments
+
+    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", *CATALOGUE],
+                        help="which document (KEY: any construction of 'symbounds prove --list')")
+    add_paper_arguments(parser)
     parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report")
     add_instance_args(parser)
     parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
@@ -629,11 +652,7 @@ def add_latex_arguments(parser) -> None:
 def _interp_dataset(args):
     if args.data:
         return load_dataset(args.data)
-    parts = [p.strip() for p in args.random.split(",")]
-    if len(parts) != 4 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
-        raise ValueError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
-    N, n, d, m = map(int, parts)
-    return random_dataset(N, n, d, m, seed=args.seed)
+    return random_interp_dataset(args.random, args.seed)
 
 
 def run_latex(args) -> int:
@@ -644,6 +663,16 @@ def run_latex(args) -> int:
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")
+    if args.what not in ("pou", "interp", "tables", "tighten"):  # a construction of the catalogue
+        from .catalogue_cli import paper_instance
+
+        paper, values, inst = paper_instance(args.what, args.values, args.example)
+        text = paper_latex(paper, values, paper.prove(inst), inst, args.fragment)
+        atomic_write(args.out, text)
+        written(args.out)
+        return 0
+    if args.values or args.example is not None:
+        raise UsageError(f"latex {args.what} takes its flags, not NAME=VALUE parameters or --example")
     if args.what == "tighten":  # the booktabs tables of a tighten sweep: tighten_figures
         from .tighten_figures import run_latex_tighten
 
@@ -656,8 +685,7 @@ def run_latex(args) -> int:
             raise ValueError(str(e)) from None
         if not (0 <= args.points <= 10000):
             raise ValueError(f"--points {args.points}: use between 0 and 10000")
-        if not (32 <= args.prec <= 1 << 16):
-            raise ValueError(f"--prec {args.prec}: use between 32 and 65536 bits")
+        precision(args.prec)
         text = pou_latex(run(inst, PouOptions(points=args.points, prec=args.prec)), args.fragment)
     elif args.what == "interp":
 

@@ -16,6 +16,9 @@ kind           what is drawn
                largest off-target layer-1 weight (L3, measured from the attention matrices),
                ``max_j |T̃_j − T_j|`` (L6.1) and ``max_j |g̃_j − g(c_j)|`` (L6.2); with
                ``context="fp"``, ``log10(float64 / certified)`` of each quantity
+``paper``      a catalogue construction's own figure (``--construction KEY [NAME=VALUE ...]
+               [--figure NAME]``): the :class:`~symbounds.core.paper.Figure` data its
+               ``figures`` hook returns, each series as points joined by lines
 =============  ===========================================================================
 
 The error and size plots put their x ticks at the table's ``ε`` values (labelled exactly,
@@ -47,10 +50,10 @@ from ..papers.shi_liao.leakage import (  # noqa: F401  (leakage_rows, log10_ball
     FP_NORMAL_LOG10, LEAKAGE, default_scales, leakage_rows, log10_ball)
 from .args import FIGURE_FORMATS, Bar, UsageError, add_instance_args, instance, written
 
-__all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
+__all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "plot_figure", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
 
-KINDS = ("error", "size", "leakage", "tighten")
+KINDS = ("error", "size", "leakage", "tighten", "paper")
 
 
 def _pyplot():
@@ -411,7 +414,14 @@ def save_figure(fig, path: str) -> None:
 
 def add_plot_arguments(parser) -> None:
     """Flags of ``symbounds plot``."""
-    parser.add_argument("--kind", required=True, choices=list(KINDS), help="error | size | leakage | tighten")
+    parser.add_argument("--kind", required=True, choices=list(KINDS),
+                        help="error | size | leakage | tighten | paper (a construction's own figure)")
+    parser.add_argument("--construction", default=None, metavar="KEY",
+                        help="paper: a catalogue key (symbounds prove --list), its instance as NAME=VALUE")
+    parser.add_argument("--figure", default=None, metavar="NAME", help="paper: which of its figures (default: the first)")
+    from .catalogue_cli import add_paper_arguments
+
+    add_paper_arguments(parser)
     parser.add_argument("--table", default=None, metavar="TABLE.json", help="error, size: a sweep table")
     parser.add_argument("--M-values", dest="M_values", default=None, metavar="M1,M2,...",
                         help="leakage: attention scales (default: the derived M times 1/4, 1, 4, 16, 64)")
@@ -431,11 +441,15 @@ def run_plot(args) -> int:
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")
-    if args.kind == "tighten":  # slack against eps, and the (M_g, M) map: tighten_figures
+    if args.kind != "paper" and (args.values or args.example is not None or args.construction or args.figure):
+        raise ValueError("NAME=VALUE, --example, --construction and --figure apply to --kind paper only")
+    if args.kind == "paper":
+        fig = _paper_figure(args)
+    elif args.kind == "tighten":  # slack against eps, and the (M_g, M) map: tighten_figures
         from .tighten_figures import run_plot_tighten
 
         return run_plot_tighten(args, save_figure)
-    if args.kind in ("error", "size"):
+    elif args.kind in ("error", "size"):
         if not args.table:
             raise ValueError(f"--kind {args.kind} needs --table TABLE.json (from symbounds sweep)")
         fig = plot_table(load_table(args.table), args.kind)
@@ -463,6 +477,39 @@ def run_plot(args) -> int:
         _pyplot().close(fig)
     written(args.out)
     return 0
+
+
+def plot_figure(figure):
+    """A construction's :class:`~symbounds.core.paper.Figure`: each series as points joined by lines."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    for label, xs, ys in figure.series:
+        ax.plot([float(x) for x in xs], [float(y) for y in ys], "o-", label=label)
+    if "x" in figure.log:
+        ax.set_xscale("log")
+    if "y" in figure.log:
+        ax.set_yscale("log")
+    ax.set_title(figure.title)
+    ax.set_xlabel(figure.xlabel)
+    ax.set_ylabel(figure.ylabel)
+    if any(label for label, _, _ in figure.series):
+        ax.legend(fontsize=9)
+    return fig
+
+
+def _paper_figure(args):
+    from .catalogue_cli import paper_instance
+
+    if not args.construction:
+        raise ValueError("--kind paper needs --construction KEY")
+    paper, _, inst = paper_instance(args.construction, args.values, args.example)
+    if paper.figures is None:
+        raise ValueError(f"{paper.key} has no figures")
+    figures = paper.figures(inst, paper.prove(inst))
+    names = [f.name for f in figures]
+    if not figures or (args.figure is not None and args.figure not in names):
+        raise ValueError(f"--figure {args.figure}: {paper.key} draws {', '.join(names) or 'no figure'}")
+    return plot_figure(next(f for f in figures if args.figure in (None, f.name)))
 
 
 # ------------------------------------------------------------------------------------------

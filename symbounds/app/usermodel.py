@@ -11,16 +11,13 @@ import sys
 from ..core.bound import BoundError, BoundUndecided, bound, certify
 from ..core.boxes import CertifyOptions
 from ..core.certificate import write_certificate
-from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_down, decimal_up
 from ..core.expr import ExprError
 from ..core.modelfile import ModelFileError, load_model
-from .args import Bar, UsageError, check_out_folders, number, written
+from .args import Bar, UsageError, check_out_folders, number, precision, written
 
 __all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments", "add_model_certify_arguments", "run_model_certify",
            "parse_box"]
-
-MAX_PREC = 1 << 16
 
 
 def add_bound_arguments(b) -> None:
@@ -86,9 +83,7 @@ def parse_box(text: str) -> tuple[list, list]:
 
 
 def _prec(p: int) -> int:
-    if not (MIN_PREC <= p <= MAX_PREC):
-        raise UsageError(f"--prec {p}: use between {MIN_PREC} and {MAX_PREC} bits")
-    return p
+    return precision(p)
 
 
 def _load(path: str):
