@@ -35,15 +35,18 @@ ascii_int.__name__ = "int"  # argparse's message: "invalid int value: '...'"
 
 
 def int_list(text: str, flag: str, names: str | None = None, count: int | None = None,
-             per: str = "") -> list[int]:
+             per: str = "", positive: bool = True) -> list[int]:
     """Comma-separated positive integers in ASCII digits, as ``--random N,n,d,m`` or ``--size 4,8``
     take them: exactly as many as the comma-separated ``names`` (e.g. ``"N,n,d,m"``) when given,
     else one or ``count`` of them (any number without a ``count``; ``per`` names what there is one
-    of, as in "one per eps").  UsageError names the flag."""
+    of, as in "one per eps"; ``positive=False`` also takes 0, for a range the caller checks).
+    UsageError names the flag."""
     parts = [p.strip() for p in str(text).split(",")]
     want = names.count(",") + 1 if names else None
-    if not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts) or (want and len(parts) != want):
-        what = f"{_COUNTS.get(want, want)} positive integers {names}" if names else "positive integers"
+    if not all(p.isascii() and p.isdigit() and (int(p) > 0 or not positive) for p in parts) or \
+            (want and len(parts) != want):
+        kind = "positive integers" if positive else "integers"
+        what = f"{_COUNTS.get(want, want)} {kind} {names}" if names else kind
         raise UsageError(f"{flag} {str(text)[:40]!r}: expected {what}")
     vals = [int(p) for p in parts]
     if count is not None and len(vals) not in (1, count):

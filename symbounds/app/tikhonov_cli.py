@@ -74,12 +74,12 @@ def _eps_list(text: str) -> list[Fraction]:
 
 def _validate(args) -> tuple:
     eps = _eps_list(args.eps)
-    epochs = int_list(args.epochs, "--epochs", count=len(eps), per="eps")
+    epochs = int_list(args.epochs, "--epochs", count=len(eps), per="eps", positive=False)
     if any(e < 1 or e > MAX_EPOCHS for e in epochs):
         raise UsageError(f"--epochs {args.epochs[:40]}: each must be between 1 and {MAX_EPOCHS}")
     if len(epochs) == 1:
         epochs = epochs * len(eps)
-    size = int_list(args.size, "--size")
+    size = int_list(args.size, "--size", positive=False)
     if len(size) != 3 or size[0] < 1 or size[1] < 1 or size[2] < 2 or size[0] * size[1] > MAX_TOKENS or size[2] > 256:
         raise UsageError(f"--size {args.size[:40]}: need N,n >= 1, 2 <= d <= 256 and N*n <= {MAX_TOKENS}")
     if args.seed < 0:
