@@ -652,7 +652,10 @@ def add_latex_arguments(parser) -> None:
 def _interp_dataset(args):
     if args.data:
         return load_dataset(args.data)
-    return random_interp_dataset(args.random, args.seed)
+    try:
+        return random_interp_dataset(args.random, args.seed)
+    except UsageError as e:
+        raise ValueError(str(e)) from None
 
 
 def run_latex(args) -> int:
@@ -666,7 +669,10 @@ def run_latex(args) -> int:
     if args.what not in ("pou", "interp", "tables", "tighten"):  # a construction of the catalogue
         from .catalogue_cli import paper_instance
 
-        paper, values, inst = paper_instance(args.what, args.values, args.example)
+        try:
+            paper, values, inst = paper_instance(args.what, args.values, args.example)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
         text = paper_latex(paper, values, paper.prove(inst), inst, args.fragment)
         atomic_write(args.out, text)
         written(args.out)
@@ -685,7 +691,10 @@ def run_latex(args) -> int:
             raise ValueError(str(e)) from None
         if not (0 <= args.points <= 10000):
             raise ValueError(f"--points {args.points}: use between 0 and 10000")
-        precision(args.prec)
+        try:
+            precision(args.prec)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
         text = pou_latex(run(inst, PouOptions(points=args.points, prec=args.prec)), args.fragment)
     elif args.what == "interp":
 

@@ -502,7 +502,10 @@ def _paper_figure(args):
 
     if not args.construction:
         raise ValueError("--kind paper needs --construction KEY")
-    paper, _, inst = paper_instance(args.construction, args.values, args.example)
+    try:
+        paper, _, inst = paper_instance(args.construction, args.values, args.example)
+    except UsageError as e:
+        raise ValueError(str(e)) from None
     if paper.figures is None:
         raise ValueError(f"{paper.key} has no figures")
     figures = paper.figures(inst, paper.prove(inst))
