@@ -1,6 +1,6 @@
-"""LaTeX of constants, lemma chains and tables (``symbounds latex pou|interp|tables``).
+"""LaTeX of constants, lemma chains and tables (``symbounds latex pou|interp|tables|KEY``).
 
-Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``,
+The documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``,
 ``lmodern``) or a fragment for ``\\input`` (``fragment=True``) whose first lines name the packages it
 needs (:data:`PACKAGES`); a fragment fits the text width of a plain ``article``.  Each claim is
 shown once, as its declared display in the paper's notation, with the words of its plain
@@ -22,6 +22,13 @@ statement that the display does not say as a short caption (:func:`caption_text`
     [SL26]'s comparison table and the manifold-versus-cube ablation (docs/shi_liao.md, Manifolds) (and the
     slopes of ``log P`` against ``log(1/ε)``), typeset with ``booktabs``; the data are those of
     :mod:`symbounds.papers.tables`.
+``KEY``
+    Any construction of the catalogue at one instance (``NAME=VALUE ...`` or ``--example K``):
+    its citation, the instance, the construction's own sections (its ``Paper.latex`` hook) and
+    every claim with its verdict (:func:`paper_latex`).
+
+The formulas of [SL26]'s constants in the paper's notation are
+:mod:`symbounds.papers.shi_liao.notation`'s (imported here for ``pou``).
 
 Notation (paper symbol → code / LaTeX):
 
