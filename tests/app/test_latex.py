@@ -52,6 +52,16 @@ def test_formulas_agree_can_fail(monkeypatch):
     assert nt.formulas_agree()["M_g"] is False
 
 
+def test_the_paper_latex_hook_prints_every_formula():
+    text = nt.formulas_latex()
+    assert text.startswith(r"\begin{align*}") and text.endswith(r"\end{align*}")
+    for name, expr in nt.notation_formulas().items():  # each constant, with the formula pou prints
+        assert f"{nt.NAMES[name]} &= {nt.tex_formula(expr)}" in text
+    assert text.count(r" \\") == len(nt.notation_formulas()) - 1
+    [(title, body)] = nt.latex_sections(None, None)
+    assert "notation" in title and body == text
+
+
 def test_log_prints_without_base_quirk():
     text = nt.tex_formula(nt.notation_formulas()["M_g"])
     assert r"\log" in text and r"\log{\left(2" not in text

@@ -9,7 +9,7 @@ import sympy
 
 from .constants import M_g_of, M_of, P_paper_of, grid_ratio, r_g_of, symbolic_constants
 
-__all__ = ["NAMES", "notation_formulas", "formulas_agree", "tex_formula"]
+__all__ = ["NAMES", "ORDER", "notation_formulas", "formulas_agree", "tex_formula", "formulas_latex", "latex_sections"]
 
 _d = sympy.Symbol("d", positive=True, integer=True)
 _P = sympy.Symbol("P", positive=True, integer=True)
@@ -84,3 +84,21 @@ def tex_formula(expr) -> str:
     """``sympy.latex`` of a constant's formula, with ``w_ind`` as ``w_{\\mathrm{ind}}``."""
     s = sympy.latex(expr)
     return s.replace("w_{ind}", r"w_{\mathrm{ind}}")
+
+
+#: the constants in the order the paper defines them
+ORDER = ("r_g", "m", "P", "P_paper", "M_g", "c", "S", "M", "emcM", "eta", "lambda", "w_ind", "D", "d_ff",
+         "heads_1", "heads_2")
+
+
+def formulas_latex() -> str:
+    """An ``align*`` of every constant's formula in the paper's notation (no values; ``symbounds
+    latex pou`` adds the values at an instance)."""
+    nf = notation_formulas()
+    rows = [rf"{NAMES[name]} &= {tex_formula(nf[name])}" for name in ORDER if name in nf]
+    return "\\begin{align*}\n" + " \\\\\n".join(rows) + "\n\\end{align*}"
+
+
+def latex_sections(inst, proof) -> list:
+    """The ``Paper.latex`` hook of [SL26]: the constants in the paper's notation."""
+    return [("Constants in the paper's notation", formulas_latex())]

@@ -13,6 +13,7 @@ from .certificate import rebuild
 from .constants import Instance, constants
 from .construction import build
 from .manifolds.manifold import ManifoldInstance, manifold_instance
+from .notation import latex_sections
 from .run import PouOptions, run
 
 __all__ = ["PAPER"]
@@ -90,4 +91,4 @@ def report(inst, proof: Proof) -> str:
 
 
 PAPER = Paper(**DATA, instance=instance, build=_build, prove=prove, sample_input=sample_input, rebuild=rebuild,
-              report=report)
+              report=report, latex=latex_sections)
