@@ -23,8 +23,8 @@ member                    what it is
 ``report(inst, proof)``   optional: the construction's own text after the claims (``prove KEY``)
 ``latex(inst, proof)``    optional: its LaTeX sections, ``[(title, body), ...]`` in the paper's
                           notation (``symbounds latex KEY`` puts them before the claims)
-``figures(inst, proof)``  optional: its figures as data, ``[Figure, ...]`` (``symbounds plot KEY``
-                          draws them)
+``figures(inst, proof)``  optional: its figures as data, ``[Figure, ...]`` (``symbounds plot
+                          --kind paper --construction KEY`` draws them)
 ========================  =====================================================================
 
 The hooks return text and data only: the document frame, the claim list, number formatting and
@@ -96,7 +96,7 @@ class Proof(HasVerdict):
 class Figure:
     """One figure of a construction, as data: ``series`` is ``((label, xs, ys), ...)`` of exact or
     float numbers, drawn as points joined by lines (``log``: which axes are logarithmic, a subset
-    of ``"xy"``).  ``name`` is what ``symbounds plot KEY --figure NAME`` selects."""
+    of ``"xy"``).  ``name`` is what ``symbounds plot --kind paper ... --figure NAME`` selects."""
 
     name: str
     title: str
