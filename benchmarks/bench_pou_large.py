@@ -40,7 +40,7 @@ def one(P: int, points: int) -> str:
     assert K.P == P, (P, K.P)
     model = sl.build(K)
     t1 = time.process_time()
-    model._analyse()
+    model.analyse()
     T._shared_structure(model, 0)
     T.forward(BallContext(128), model, (Fraction(1, 3), Fraction(1, 5)))
     t2 = time.process_time()

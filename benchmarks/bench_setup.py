@@ -46,7 +46,7 @@ def cpu(f, *args):
 
 
 def detect(model):
-    model._analyse()
+    model.analyse()
     return T._shared_structure(model, 0)
 
 

@@ -8,7 +8,14 @@ Rule (docs/adding-a-construction.md):
   ``symbounds.papers.<key>.*``; ``symbounds.papers`` itself (the catalogue) may import every paper;
 - ``symbounds.app.*`` imports ``symbounds.core``, ``symbounds.papers`` and ``symbounds.app``;
 - only ``symbounds/__init__.py`` and ``symbounds/__main__.py`` import ``symbounds.app`` from outside it;
-- the graph of explicit import statements between modules of the package has no cycle.
+- the graph of explicit import statements between modules of the package has no cycle;
+- no module imports a private name (one beginning with ``_``) from another module of the package,
+  nor reads one as an attribute of another module (``mod._helper``) or of an object whose class is
+  defined elsewhere (``model._analyse()``: a private name no line of the module defines); a name two
+  modules share is public, with a docstring;
+- a construction's module (``symbounds.papers.<key>.*``) never imports through the catalogue
+  package ``symbounds.papers`` (``from symbounds.papers import key``, ``from .. import key``): that
+  package imports every paper, so the import would run through the registry.
 
 Every import statement counts, those inside functions included.  A relative import is resolved
 against the importing module's package; ``from X import name`` is an import of the module
@@ -138,6 +145,94 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _resolve_from(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The module named by ``from <base> import ...`` (relative bases resolved)."""
+    if not node.level:
+        return node.module or ""
+    parts = (module if is_package else module.rpartition(".")[0]).split(".")
+    base = ".".join(parts[: len(parts) - (node.level - 1)])
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _defined_names(tree: ast.AST) -> set[str]:
+    """Every name the module binds: functions, classes, assignments, attributes it sets,
+    parameters and import aliases."""
+    names: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.attr)
+        elif isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, ast.alias):
+            names.add(n.asname or n.name.split(".")[0])
+    return names
+
+
+def private_uses(sources: dict[str, tuple[str, bool]], modules: set[str], root: str = ROOT) -> list[str]:
+    """Each use of another module's private name, as ``"a uses b._name"``.
+
+    Three forms: ``from b import _name``; ``b._name`` with ``b`` imported as a module; and
+    ``x._name`` where ``_name`` is defined by some other module of the package and nowhere in ``a``
+    (a private method or attribute of an object made elsewhere)."""
+    trees = {m: ast.parse(src) for m, (src, _) in sources.items()}
+    defined = {m: _defined_names(t) for m, t in trees.items()}
+    owners: dict[str, set[str]] = {}
+    for m, names in defined.items():
+        for nm in names:
+            if _is_private(nm):
+                owners.setdefault(nm, set()).add(m)
+    out: list[str] = []
+    for m, tree in sorted(trees.items()):
+        is_package = sources[m][1]
+        module_aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = _resolve_from(m, is_package, node)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    if sub in modules:
+                        module_aliases[alias.asname or alias.name] = sub
+                    elif _is_private(alias.name) and (base == root or base.startswith(root + ".")) and base != m:
+                        out.append(f"{m} uses {base}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name in modules:
+                        module_aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in module_aliases:
+                target = module_aliases[node.value.id]
+                if target != m:
+                    out.append(f"{m} uses {target}.{node.attr}")
+            elif node.attr not in defined[m] and owners.get(node.attr, set()) - {m}:
+                out.append(f"{m} uses {ast.unparse(node)} (defined in {min(owners[node.attr] - {m})})")
+    return out
+
+
+def registry_imports(sources: dict[str, tuple[str, bool]], root: str = ROOT) -> list[str]:
+    """Each import in a construction's module that goes through the catalogue package."""
+    registry = f"{root}.papers"
+    out = []
+    for m, (src, is_package) in sorted(sources.items()):
+        if _layer(m, root)[0] != "papers" or len(_layer(m, root)) != 2:
+            continue
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.ImportFrom) and _resolve_from(m, is_package, node) == registry:
+                out.append(f"{m}:{node.lineno} imports through {registry}")
+            elif isinstance(node, ast.Import) and any(a.name == registry for a in node.names):
+                out.append(f"{m}:{node.lineno} imports {registry}")
+    return out
+
+
 # ------------------------------------------------------------------------------------------
 # The package itself
 
@@ -155,6 +250,17 @@ def test_package_import_graph_has_no_cycle():
     sources, modules = read_package()
     cycle = find_cycle(import_graph(sources, modules))
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_package_uses_no_private_name_of_another_module():
+    sources, modules = read_package()
+    assert private_uses(sources, modules) == []
+
+
+def test_constructions_do_not_import_through_the_catalogue():
+    sources, _ = read_package()
+    assert "symbounds.papers.shi_liao.manifolds.manifold" in sources
+    assert registry_imports(sources) == []
 
 
 # ------------------------------------------------------------------------------------------
@@ -223,3 +329,44 @@ def test_checker_catches_a_cycle():
 def test_checker_reads_the_top_level_import_of_core_as_a_violation():
     g = {"pkg.core.x": {"pkg"}, "pkg": set()}
     assert violations(g, root="pkg") == ["pkg.core.x imports pkg"]
+
+
+_PRIVATE = {
+    "pkg": ("", True),
+    "pkg.core.eng": ("def _helper():\n    pass\nclass M:\n    def _analyse(self):\n        pass\n"
+                     "def use(m):\n    return m._analyse(), _helper()\n", False),
+    "pkg.core.a": ("from .eng import _helper, M\n", False),  # a private name imported
+    "pkg.core.b": ("from . import eng\nx = eng._helper\n", False),  # read off the module
+    "pkg.core.c": ("import pkg.core.eng as E\ny = E._helper\n", False),
+    "pkg.core.d": ("def f(model):\n    return model._analyse()\n", False),  # another module's method
+    "pkg.core.e": ("class N:\n    def _analyse(self):\n        pass\n    def g(self):\n"
+                   "        return self._analyse()\n", False),  # its own private method: fine
+    "pkg.core.f": ("import flint\nz = flint._private_thing\nfrom .eng import M as _M\n", False),  # not ours; a private alias
+    "pkg.papers": ("from .a import cons\n", True),
+    "pkg.papers.a": ("", True),
+    "pkg.papers.a.cons": ("from .. import a\nfrom . import helper\n", False),  # through the registry
+    "pkg.papers.a.helper": ("import pkg.papers\nfrom pkg.papers import a as A\nfrom pkg.papers.a import cons\n", False),
+    "pkg.papers.a.sub": ("", True),
+    "pkg.papers.a.sub.deep": ("from ... import a\nfrom ..cons import x\n", False),
+}
+_PRIVATE_MODULES = set(_PRIVATE) | {"pkg.core"}
+
+
+def test_checker_catches_private_uses():
+    found = private_uses(_PRIVATE, _PRIVATE_MODULES, root="pkg")
+    assert found == [
+        "pkg.core.a uses pkg.core.eng._helper",
+        "pkg.core.b uses pkg.core.eng._helper",
+        "pkg.core.c uses pkg.core.eng._helper",
+        "pkg.core.d uses model._analyse (defined in pkg.core.e)",
+    ]
+
+
+def test_checker_catches_imports_through_the_registry():
+    found = registry_imports(_PRIVATE, root="pkg")
+    assert found == [
+        "pkg.papers.a.cons:1 imports through pkg.papers",
+        "pkg.papers.a.helper:1 imports pkg.papers",
+        "pkg.papers.a.helper:2 imports through pkg.papers",
+        "pkg.papers.a.sub.deep:1 imports through pkg.papers",
+    ]

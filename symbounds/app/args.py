@@ -15,7 +15,8 @@ from fractions import Fraction
 # ``symbounds --version`` and ``--help`` start without them (benchmarks/bench_startup.py).
 
 __all__ = ["UsageError", "Parser", "number", "point", "add_instance_args", "instance", "check_out_folders", "Bar",
-           "show_progress", "written", "FIGURE_FORMATS", "add_digits_argument", "digits", "DEFAULT_DIGITS"]
+           "show_progress", "written", "FIGURE_FORMATS", "add_digits_argument", "digits", "DEFAULT_DIGITS",
+           "int_list", "precision", "MAX_PREC", "random_interp_dataset"]
 
 
 class UsageError(Exception):
@@ -31,6 +32,60 @@ def ascii_int(text: str) -> int:
 
 
 ascii_int.__name__ = "int"  # argparse's message: "invalid int value: '...'"
+
+
+def int_list(text: str, flag: str, names: str | None = None, count: int | None = None,
+             per: str = "", positive: bool = True) -> list[int]:
+    """Comma-separated positive integers in ASCII digits, as ``--random N,n,d,m`` or ``--size 4,8``
+    take them: exactly as many as the comma-separated ``names`` (e.g. ``"N,n,d,m"``) when given,
+    else one or ``count`` of them (any number without a ``count``; ``per`` names what there is one
+    of, as in "one per eps"; ``positive=False`` also takes 0, for a range the caller checks).
+    UsageError names the flag."""
+    parts = [p.strip() for p in str(text).split(",")]
+    want = names.count(",") + 1 if names else None
+    if not all(p.isascii() and p.isdigit() and (int(p) > 0 or not positive) for p in parts) or \
+            (want and len(parts) != want):
+        kind = "positive integers" if positive else "integers"
+        what = f"{_COUNTS.get(want, want)} {kind} {names}" if names else kind
+        raise UsageError(f"{flag} {str(text)[:40]!r}: expected {what}")
+    vals = [int(p) for p in parts]
+    if count is not None and len(vals) not in (1, count):
+        each = f"one per {per} ({count})" if per else str(count)
+        raise UsageError(f"{flag} {str(text)[:40]!r}: give one number or {each}")
+    return vals
+
+
+_COUNTS = {2: "two", 3: "three", 4: "four", 5: "five"}
+
+#: the largest working precision any command takes, in bits
+MAX_PREC = 1 << 16
+
+
+def precision(bits: int, flag: str = "--prec", lo: int | None = None, why: str = "") -> int:
+    """``bits`` when it lies in ``lo..MAX_PREC`` (``lo`` defaults to the smallest precision of the
+    ball contexts, :data:`symbounds.core.contexts.MIN_PREC`), else a UsageError naming ``flag``
+    (and ``why`` the lower end is where it is)."""
+    if lo is None:
+        from ..core.contexts import MIN_PREC as lo
+    if not (lo <= bits <= MAX_PREC):
+        raise UsageError(f"{flag} {bits}: use between {lo} and {MAX_PREC} bits" + (f" ({why})" if why else ""))
+    return bits
+
+
+#: ``--random`` limits of an interpolation dataset: N * n tokens in all, and the dimension.
+INTERP_MAX_TOKENS = 2_000_000
+INTERP_MAX_D = 256
+
+
+def random_interp_dataset(text: str, seed: int):
+    """The seeded random dataset of [AFZ25] given by ``--random N,n,d,m`` (UsageError on a bad one)."""
+    N, n, d, m = int_list(text, "--random", "N,n,d,m")
+    if not (2 <= d <= INTERP_MAX_D) or not (1 <= m <= n) or N * n > INTERP_MAX_TOKENS:
+        raise UsageError(f"--random {text}: need N, n >= 1, 2 <= d <= {INTERP_MAX_D}, 1 <= m <= n "
+                         f"and N*n <= {INTERP_MAX_TOKENS}")
+    from ..papers.alcalde.dataset import random_dataset
+
+    return random_dataset(N, n, d, m, seed=seed)
 
 
 class Parser(argparse.ArgumentParser):

@@ -19,6 +19,7 @@ from fractions import Fraction
 # (benchmarks/bench_startup.py).
 from ..core.version import __version__
 from .args import (
+    MAX_PREC,
     Bar,
     Parser,
     UsageError,
@@ -29,13 +30,12 @@ from .args import (
     instance,
     number,
     point,
+    precision,
+    random_interp_dataset,
     written,
 )
 
 __all__ = ["main"]
-
-MAX_PREC_LIMIT = 1 << 16
-
 
 class _LazyParser(Parser):
     """A sub-command's parser whose flags are added when it is first used (parsed, or its help shown),
@@ -262,9 +262,8 @@ def _certify(args) -> int:
     if args.timeout is not None:
         raise UsageError("--timeout is used with --model --spec (the whole-cube search has --max-boxes)")
     inst = instance(args)
-    if not (MIN_CERT_PREC <= args.prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--prec {args.prec}: use between {MIN_CERT_PREC} and {MAX_PREC_LIMIT} bits (below "
-                         f"{MIN_CERT_PREC} bits the enclosures of the softmax weights are too wide to decide any box)")
+    precision(args.prec, lo=MIN_CERT_PREC, why=f"below {MIN_CERT_PREC} bits the enclosures of the softmax weights "
+              "are too wide to decide any box")
     if not (1 <= args.workers <= 256):
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     if not (1 <= args.max_boxes <= 10**8):
@@ -393,16 +392,14 @@ def _emit(args, text: str, res, model_prec: int) -> int:
 
 
 def _pou(args) -> int:
-    from ..core.contexts import MIN_PREC
     from ..papers.shi_liao.run import PouOptions
     from ..papers.shi_liao.run import run as pou_run
     from .report import pou_json, pou_text
 
     inst = instance(args)
-    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
-    if not (args.prec <= args.max_prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--max-prec {args.max_prec}: use between --prec and {MAX_PREC_LIMIT} bits")
+    precision(args.prec)
+    if not (args.prec <= args.max_prec <= MAX_PREC):
+        raise UsageError(f"--max-prec {args.max_prec}: use between --prec and {MAX_PREC} bits")
     if not (0 <= args.points <= 100000):
         raise UsageError(f"--points {args.points}: use between 0 and 100000")
     if args.grid is not None and not (1 <= args.grid <= 1000):
@@ -472,7 +469,6 @@ _TAU_ONLY = ("data", "random", "seed")
 
 
 def _tighten(args) -> int:
-    from ..core.contexts import MIN_PREC
     from ..papers import shi_liao as sl
     from ..papers.shi_liao import tighten as tg
     from .report import tighten_json, tighten_text
@@ -504,8 +500,7 @@ def _tighten(args) -> int:
         raise UsageError(f"--resolution {args.resolution}: must lie strictly between 0 and 1/2")
     if not (1 <= args.scan <= 40):
         raise UsageError(f"--scan {args.scan}: use between 1 and 40")
-    if not (MIN_PREC <= args.prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--prec {args.prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    precision(args.prec)
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
     if args.map and (sorted(what) != ["M", "Mg"] or args.criterion != "domain"):
@@ -546,7 +541,6 @@ def _tighten(args) -> int:
 
 def _tighten_tau(args, what) -> int:
     """``symbounds tighten --what tau``: the largest certified temperature of the softmax interpolation."""
-    from ..core.contexts import MIN_PREC
     from ..papers.alcalde import tighten as tt
     from ..papers.alcalde.dataset import DatasetError, load_dataset
     from .report import tau_text
@@ -564,12 +558,11 @@ def _tighten_tau(args, what) -> int:
     if not (0 < R < Fraction(1, 2)):
         raise UsageError(f"--resolution {args.resolution}: must lie strictly between 0 and 1/2")
     prec = 256 if args.prec is None else args.prec
-    if not (MIN_PREC <= prec <= MAX_PREC_LIMIT):
-        raise UsageError(f"--prec {prec}: use between {MIN_PREC} and {MAX_PREC_LIMIT} bits")
+    precision(prec)
     seed = 0 if args.seed is None else args.seed
     check_out_folders(args.out)
     try:
-        ds = load_dataset(args.data) if args.data is not None else _random_interp_dataset(args.random, seed)
+        ds = load_dataset(args.data) if args.data is not None else random_interp_dataset(args.random, seed)
     except DatasetError as e:
         raise UsageError(str(e)) from None
     source = args.data if args.data is not None else f"--random {args.random} --seed {seed}"
@@ -582,25 +575,6 @@ def _tighten_tau(args, what) -> int:
     text = json.dumps(tt.tau_json(ds, res, opts, source), indent=2) if args.json else tau_text(ds, res, opts, source)
     _report(args, text)
     return 0 if res.tight else 3
-
-
-#: ``--random`` limits: N * n tokens in all, and the dimension.
-INTERP_MAX_TOKENS = 2_000_000
-INTERP_MAX_D = 256
-
-
-def _random_interp_dataset(text: str, seed: int):
-    """The dataset of ``--random N,n,d,m`` (UsageError on a bad specification)."""
-    from ..papers.alcalde.dataset import random_dataset
-
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts):
-        raise UsageError(f"--random {text[:40]!r}: expected four positive integers N,n,d,m")
-    N, n, d, m = (int(p) for p in parts)
-    if N < 1 or n < 1 or not (2 <= d <= INTERP_MAX_D) or not (1 <= m <= n) or N * n > INTERP_MAX_TOKENS:
-        raise UsageError(f"--random {text}: need N, n >= 1, 2 <= d <= {INTERP_MAX_D}, 1 <= m <= n "
-                         f"and N*n <= {INTERP_MAX_TOKENS}")
-    return random_dataset(N, n, d, m, seed=seed)
 
 
 def _interp(args) -> int:
@@ -619,7 +593,7 @@ def _interp(args) -> int:
         if args.data is not None:
             ds = load_dataset(args.data)
         else:
-            ds = _random_interp_dataset(args.random, args.seed)
+            ds = random_interp_dataset(args.random, args.seed)
         bar = Bar(args, "step")
         try:
             res = interp_run(ds, InterpOptions(attention=args.attention, tau=tau, seed=args.seed), progress=bar.stage)

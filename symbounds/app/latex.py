@@ -1,6 +1,6 @@
-"""LaTeX of constants, lemma chains and tables (``symbounds latex pou|interp|tables``).
+"""LaTeX of constants, lemma chains and tables (``symbounds latex pou|interp|tables|KEY``).
 
-Three documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``,
+The documents, each standalone (``article`` with ``amsmath``, ``booktabs``, ``graphicx``,
 ``lmodern``) or a fragment for ``\\input`` (``fragment=True``) whose first lines name the packages it
 needs (:data:`PACKAGES`); a fragment fits the text width of a plain ``article``.  Each claim is
 shown once, as its declared display in the paper's notation, with the words of its plain
@@ -22,6 +22,13 @@ statement that the display does not say as a short caption (:func:`caption_text`
     [SL26]'s comparison table and the manifold-versus-cube ablation (docs/shi_liao.md, Manifolds) (and the
     slopes of ``log P`` against ``log(1/ε)``), typeset with ``booktabs``; the data are those of
     :mod:`symbounds.papers.tables`.
+``KEY``
+    Any construction of the catalogue at one instance (``NAME=VALUE ...`` or ``--example K``):
+    its citation, the instance, the construction's own sections (its ``Paper.latex`` hook) and
+    every claim with its verdict (:func:`paper_latex`).
+
+The formulas of [SL26]'s constants in the paper's notation are
+:mod:`symbounds.papers.shi_liao.notation`'s (imported here for ``pou``).
 
 Notation (paper symbol → code / LaTeX):
 
@@ -55,96 +62,21 @@ from ..core.claims import RELATION_TEX
 from ..core.contexts import BallContext
 from ..core.exact import as_fraction, decimal
 from ..core.files import atomic_write, check_writable
-from ..papers.alcalde.dataset import load_dataset, random_dataset
+from ..papers.alcalde.dataset import load_dataset
 from ..papers.alcalde.run import InterpOptions, thresholds
 from ..papers.alcalde.run import run as interp_run
-from ..papers.shi_liao import symbolic_constants
 from ..papers.shi_liao import tables as T
-from ..papers.shi_liao.constants import M_g_of, M_of, P_paper_of, grid_ratio, r_g_of
+from ..papers.shi_liao.notation import NAMES, formulas_agree, notation_formulas, tex_formula
 from ..papers.shi_liao.run import PouOptions, run
-from .args import UsageError, add_instance_args, instance, written
+from .args import UsageError, add_instance_args, instance, precision, random_interp_dataset, written
 
 __all__ = [
     "pou_latex", "interp_latex", "tables_latex", "notation_formulas", "formulas_agree", "ball_tex", "decimal_tex",
-    "document", "add_latex_arguments", "run_latex", "value_tex",
+    "document", "add_latex_arguments", "run_latex", "value_tex", "paper_latex",
 ]
 
 # ------------------------------------------------------------------------------------------
 # notation and number formatting
-
-_d = sympy.Symbol("d", positive=True, integer=True)
-_P = sympy.Symbol("P", positive=True, integer=True)
-_k = sympy.Symbol("k", positive=True, integer=True)
-_alpha, _C_H, _B, _eps = sympy.symbols("alpha C_H B varepsilon", positive=True)
-_M = sympy.Symbol("M", positive=True)
-_r_g, _M_g, _c = sympy.symbols("r_g M_g c", positive=True)
-_m = sympy.Symbol("m", positive=True, integer=True)
-_eta = sympy.Symbol("eta", positive=True)
-_S = sympy.Symbol("S(M)", positive=True)
-_D = sympy.Symbol("D", positive=True, integer=True)
-
-#: LaTeX names of the constants (keys of :meth:`Constants.table` and ``pou``'s JSON ``constants``).
-NAMES = {
-    "r_g": "r_g", "m": "m", "P": "P", "P_paper": r"P_{\mathrm{paper}}", "M_g": "M_g", "c": "c", "S": "S(M)",
-    "M": "M", "emcM": "e^{-cM}", "eta": r"\eta(M)", "lambda": r"\lambda(M)", "w_ind": r"w_{\mathrm{ind}}",
-    "D": "D", "d_ff": r"d_{\mathrm{ff}}", "heads_1": "H^1", "heads_2": "H^2",
-    "params_dense": r"\#\text{params (dense)}", "params_nonzero": r"\#\text{params (non-zero)}",
-    "max_weight": r"\max|w|", "max_weight_paper_order": r"\varepsilon^{-2d/\alpha}\log(1/\varepsilon)",
-}
-
-
-def notation_formulas() -> dict:
-    """Each constant (docs/shi_liao.md, Constants) written in the paper's notation: in terms of the constants defined
-    before it (``r_g``, ``m``, ``M_g``, ``c``, ``S(M)``, ``η``), as the paper states them.
-
-    ``formulas_agree`` substitutes the definitions back and compares with
-    :func:`symbounds.papers.shi_liao.symbolic_constants`, so the printed formulas are the ones the
-    construction uses.
-    """
-    U = sympy.UnevaluatedExpr
-    theta = 2 * sympy.pi * _k / _P
-    S = sympy.Sum(sympy.exp(_M * sympy.cos(theta)), (_k, 1, _P))
-    return {
-        "r_g": r_g_of(_eps, _C_H, _alpha),
-        "m": sympy.ceiling(grid_ratio(_d, _r_g)),
-        "P": _m**_d,
-        "P_paper": P_paper_of(_d, _C_H, _eps, _alpha),
-        "M_g": M_g_of(_B, _P, _eps, _r_g),
-        "c": 1 - sympy.cos(2 * sympy.pi / _P),
-        "S": S,
-        "eta": sympy.exp(_M) / _S,
-        "lambda": sympy.Sum(sympy.exp(_M * sympy.cos(theta)) * sympy.cos(theta), (_k, 1, _P)) / _S,
-        "M": M_of(_P, _B, _d, _M_g, _eps, _c, hold=U),
-        "emcM": sympy.exp(-_c * _M),
-        "w_ind": 1 / (_eta - 2 * sympy.exp(-_c * _M)),
-        "D": _d + 4,
-        "d_ff": 2 * _D,
-        "heads_1": _P + 2,
-        "heads_2": sympy.Integer(1),
-    }
-
-
-def formulas_agree() -> dict:
-    """``{name: bool}``: does the notation formula, with ``r_g, m, M_g, c, S, η, D`` replaced by
-    their definitions, equal SymPy's ``symbolic_constants()[name]``?  (``P`` is replaced by its
-    grid value only in ``P`` itself: elsewhere the paper keeps ``P`` as a symbol.)"""
-    full = symbolic_constants()
-    nf = notation_formulas()
-    sub = {_r_g: full["r_g"], _m: full["m"], _M_g: full["M_g"], _c: full["c"], _S: full["S"], _D: _d + 4}
-    sub[_eta] = full["eta"]
-    out = {}
-    for name, ref in full.items():
-        if name not in nf:
-            continue
-        mine = nf[name].subs(sub).doit() if name != "P" else nf[name].subs(sub)
-        out[name] = sympy.simplify((mine - ref.doit())) == 0 or sympy.srepr(mine) == sympy.srepr(ref)
-    return out
-
-
-def _tex_formula(expr) -> str:
-    s = sympy.latex(expr)
-    return s.replace("w_{ind}", r"w_{\mathrm{ind}}")
-
 
 _SCI = re.compile(r"^([-+]?\d+(?:\.\d+)?)e([-+]?\d+)$")
 
@@ -373,6 +305,7 @@ PACKAGES = {
     "pou": ("amsmath", "amssymb"),
     "interp": ("amsmath", "amssymb", "booktabs", "array"),
     "tables": ("amsmath", "amssymb", "booktabs", "graphicx"),
+    "paper": ("amsmath", "amssymb"),
 }
 
 
@@ -383,7 +316,7 @@ def document(body: str, fragment: bool = False, title: str | None = None, what: 
         head = ""
         if what:
             head = (f"% symbounds latex {what} --fragment: \\input this in a document that loads\n"
-                    f"% \\usepackage{{{','.join(PACKAGES[what])}}}\n")
+                    f"% \\usepackage{{{','.join(PACKAGES.get(what, PACKAGES['paper']))}}}\n")
         return head + body.rstrip() + "\n"
     head = _PREAMBLE + (rf"\section*{{{title}}}" + "\n" if title else "")
     return head + body.rstrip() + "\n\\end{document}\n"
@@ -431,9 +364,9 @@ def pou_latex(res, fragment: bool = False) -> str:
             rows.append(rf"{lhs} &{value}")  # a constant: its formula is its value (H^2 = 1), once
         elif name in ("M", "M_g") and getattr(base, {"M": "M", "M_g": "M_g"}[name]) is not None:
             rows.append(rf"{lhs} &= {sympy.latex(getattr(base, name))} \quad\text{{(user; derived: }} "
-                        rf"{_tex_formula(formula)}\text{{)}}")
+                        rf"{tex_formula(formula)}\text{{)}}")
         else:
-            rows.append(rf"{lhs} &= {_tex_formula(formula)} {value}" if formula is not None else rf"{lhs} &{value}")
+            rows.append(rf"{lhs} &= {tex_formula(formula)} {value}" if formula is not None else rf"{lhs} &{value}")
     out.append(" \\\\\n".join(rows))
     out += [r"\end{align*}", "",
             r"\subsection*{Size}",
@@ -685,9 +618,31 @@ def tables_latex(fragment: bool = False) -> str:
 # command line
 
 
+def paper_latex(paper, values: dict, proof, inst=None, fragment: bool = False) -> str:
+    """Any catalogue construction at one instance: its citation, the instance's parameters, the
+    construction's own sections (:attr:`Paper.latex <symbounds.core.paper.Paper>`, when it has
+    them), then every claim with its verdict, as in the other documents."""
+    out = [text_tex(paper.citation) + r"\par", "", r"\subsection*{Instance}", r"\begin{itemize}"]
+    out += [rf"\item \texttt{{{text_tex(k)}}} $=$ \texttt{{{text_tex(v)}}}" for k, v in values.items()]
+    if not values:
+        out.append(r"\item (the defaults)")
+    out += [r"\end{itemize}", ""]
+    for title, body in (paper.latex(inst, proof) if paper.latex is not None else []):
+        out += [rf"\subsection*{{{text_tex(title)}}}", body.rstrip(), ""]
+    out += [r"\subsection*{Claims}", r"\begin{description}"]
+    out += [_claim_block(c) for c in proof.results]
+    out += [r"\end{description}", "", rf"\noindent Verdict: \textsc{{{text_tex(proof.verdict)}}}."]
+    return document("\n".join(out), fragment, title=paper.title, what=paper.key)
+
+
 def add_latex_arguments(parser) -> None:
-    """Flags of ``symbounds latex pou|interp|tables [instance flags] --out FILE.tex [--fragment]``."""
-    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten"], help="which document")
+    """Flags of ``symbounds latex pou|interp|tables|tighten|KEY [instance] --out FILE.tex [--fragment]``."""
+    from ..papers import CATALOGUE
+    from .catalogue_cli import add_paper_arguments
+
+    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", *CATALOGUE],
+                        help="which document (KEY: any construction of 'symbounds prove --list')")
+    add_paper_arguments(parser)
     parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report")
     add_instance_args(parser)
     parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
@@ -704,16 +659,28 @@ def add_latex_arguments(parser) -> None:
 def _interp_dataset(args):
     if args.data:
         return load_dataset(args.data)
-    parts = [p.strip() for p in args.random.split(",")]
-    if len(parts) != 4 or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
-        raise ValueError(f"--random {args.random[:40]!r}: expected four positive integers N,n,d,m")
-    N, n, d, m = map(int, parts)
-    return random_dataset(N, n, d, m, seed=args.seed)
+    try:
+        return random_interp_dataset(args.random, args.seed)
+    except UsageError as e:
+        raise ValueError(str(e)) from None
 
 
 def run_latex(args) -> int:
     """``symbounds latex``: write the document; returns 0 (bad input raises ValueError, one line)."""
     check_writable(args.out, ValueError)
+    if args.what not in ("pou", "interp", "tables", "tighten"):  # a construction of the catalogue
+        from .catalogue_cli import paper_instance
+
+        try:
+            paper, values, inst = paper_instance(args.what, args.values, args.example)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
+        text = paper_latex(paper, values, paper.prove(inst), inst, args.fragment)
+        atomic_write(args.out, text)
+        written(args.out)
+        return 0
+    if args.values or args.example is not None:
+        raise UsageError(f"latex {args.what} takes its flags, not NAME=VALUE parameters or --example")
     if args.what == "tighten":  # the booktabs tables of a tighten sweep: tighten_figures
         from .tighten_figures import run_latex_tighten
 
@@ -726,8 +693,10 @@ def run_latex(args) -> int:
             raise ValueError(str(e)) from None
         if not (0 <= args.points <= 10000):
             raise ValueError(f"--points {args.points}: use between 0 and 10000")
-        if not (32 <= args.prec <= 1 << 16):
-            raise ValueError(f"--prec {args.prec}: use between 32 and 65536 bits")
+        try:
+            precision(args.prec)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
         text = pou_latex(run(inst, PouOptions(points=args.points, prec=args.prec)), args.fragment)
     elif args.what == "interp":
 

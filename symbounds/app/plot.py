@@ -16,6 +16,9 @@ kind           what is drawn
                largest off-target layer-1 weight (L3, measured from the attention matrices),
                ``max_j |T̃_j − T_j|`` (L6.1) and ``max_j |g̃_j − g(c_j)|`` (L6.2); with
                ``context="fp"``, ``log10(float64 / certified)`` of each quantity
+``paper``      a catalogue construction's own figure (``--construction KEY [NAME=VALUE ...]
+               [--figure NAME]``): the :class:`~symbounds.core.paper.Figure` data its
+               ``figures`` hook returns, each series as points joined by lines
 =============  ===========================================================================
 
 The error and size plots put their x ticks at the table's ``ε`` values (labelled exactly,
@@ -43,19 +46,16 @@ import os
 import tempfile
 from fractions import Fraction
 
-import flint
-
-from ..core.contexts import BallContext
 from ..core.files import check_writable, read_user_text
 from ..core.modelfile import parse_number
-from ..papers import shi_liao as sl
-from ..papers.shi_liao.run import PouOptions, run
+from ..papers.shi_liao.leakage import (  # noqa: F401  (leakage_rows, log10_ball: re-exported)
+    FP_NORMAL_LOG10, LEAKAGE, default_scales, leakage_rows, log10_ball)
 from .args import FIGURE_FORMATS, Bar, UsageError, add_instance_args, instance, written
 
-__all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "save_figure", "log10_ball", "plot_loglog",
+__all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "plot_figure", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
 
-KINDS = ("error", "size", "leakage", "tighten")
+KINDS = ("error", "size", "leakage", "tighten", "paper")
 
 #: the largest sweep table read
 _MAX_TABLE = 64 * 2**20
@@ -199,79 +199,6 @@ def plot_table(rows: list[dict], kind: str):
     ax.set_xlabel(r"$\varepsilon$")
     _legend_outside(ax)
     return fig
-
-
-def log10_ball(v) -> float | None:
-    """``log10`` of a positive certified value (an Arb ball; ``None`` if not certainly positive),
-    computed in Arb, so ``1e-535`` is fine."""
-    if v is None:
-        return None
-    with flint.ctx.workprec(128):
-        if not v > 0:
-            return None
-        return float((v.log() / flint.arb(10).log()).mid())
-
-
-def _log10_float(text: str) -> float | None:
-    v = float(text)
-    return math.log10(v) if v > 0 and math.isfinite(v) else None
-
-
-#: quantity of the leakage plot -> (source in the pou run: "constant" or claim id, label)
-LEAKAGE = {
-    "emcM": ("constant", r"$e^{-cM}$"),
-    "L3": ("L3", r"L3: largest off-target weight $\max_{h, j \ne h} \pi^{(h)}_{j1}$"),
-    "L6.1": ("L6.1", r"L6.1: $\max_j |\tilde T_j - T_j|$"),
-    "L6.2": ("L6.2", r"L6.2: $\max_j |\tilde g_j - g(c_j)|$"),
-}
-_FP_NAMES = {"emcM": "exp(-cM)", "L3": "L3 lhs", "L6.1": "L6.1 lhs", "L6.2": "L6.2 lhs"}
-#: log10 of float64's smallest positive normal number, 2^-1022
-FP_NORMAL_LOG10 = -1022 * math.log10(2)
-
-
-def leakage_rows(inst, M_values, context: str = "ball", points: int = 2, progress=None) -> list[dict]:
-    """One ``symbounds pou`` run per attention scale ``M`` (``inst`` with ``M`` replaced).
-
-    Each row: ``M`` (exact string), ``cM`` (float), ``verdict``, and for each quantity ``q`` of
-    ``LEAKAGE`` the certified ball ``q`` (string) and ``log10_q`` (float or None); with
-    ``context="fp"`` also ``fp_q`` (the float64 value as a string) and ``fp_log10_q`` (None when it
-    underflowed to 0.0).  ``progress(done, total, label)`` is called before and after each run.
-    """
-    from dataclasses import replace
-
-
-    rows = []
-    M_values = list(M_values)
-    for i, M in enumerate(M_values):
-        M = _number(M, "M") if not isinstance(M, Fraction) else M
-        if M <= 0:
-            raise ValueError(f"M = {M}: the attention scale must be positive")
-        if progress is not None:
-            progress(i, len(M_values), f"M = {M}")
-        res = run(replace(inst, M=M), PouOptions(context=context, points=points))
-        claims = {c.id: c for c in res.claims}
-        row = {"M": str(M), "cM": float(_number(res.constants["c"], "c")) * float(M), "verdict": str(res.verdict)}
-        ball = BallContext(res.prec)
-        env = res.model.definition_values(ball)
-        for q, (src, _) in LEAKAGE.items():
-            if src == "constant":
-                with ball.scope():
-                    value = ball.from_sympy(sl.SYM[q], env=env)
-                row[q] = res.constants[q]
-            else:
-                value = claims[src].lhs_value
-                row[q] = claims[src].lhs
-            row["log10_" + q] = log10_ball(value)
-        if context in ("fp", "all"):
-            fp = {x.name: x for x in res.comparisons["fp"][1]}
-            for q, name in _FP_NAMES.items():
-                row["fp_" + q] = fp[name].other
-                row["fp_log10_" + q] = _log10_float(fp[name].other)
-            row["fp_claims"] = {c.id: c.status for c in res.comparisons["fp"][0]}
-        rows.append(row)
-        if progress is not None:
-            progress(i + 1, len(M_values), f"M = {M}")
-    return rows
 
 
 def plot_leakage(rows: list[dict]):
@@ -490,7 +417,14 @@ def save_figure(fig, path: str) -> None:
 
 def add_plot_arguments(parser) -> None:
     """Flags of ``symbounds plot``."""
-    parser.add_argument("--kind", required=True, choices=list(KINDS), help="error | size | leakage | tighten")
+    parser.add_argument("--kind", required=True, choices=list(KINDS),
+                        help="error | size | leakage | tighten | paper (a construction's own figure)")
+    parser.add_argument("--construction", default=None, metavar="KEY",
+                        help="paper: a catalogue key (symbounds prove --list), its instance as NAME=VALUE")
+    parser.add_argument("--figure", default=None, metavar="NAME", help="paper: which of its figures (default: the first)")
+    from .catalogue_cli import add_paper_arguments
+
+    add_paper_arguments(parser)
     parser.add_argument("--table", default=None, metavar="TABLE.json", help="error, size: a sweep table")
     parser.add_argument("--M-values", dest="M_values", default=None, metavar="M1,M2,...",
                         help="leakage: attention scales (default: the derived M times 1/4, 1, 4, 16, 64)")
@@ -508,11 +442,15 @@ def run_plot(args) -> int:
     if not args.out.lower().endswith(FIGURE_FORMATS):
         raise ValueError(f"{args.out}: use a .png, .svg or .pdf file name")
     check_writable(args.out, ValueError)
-    if args.kind == "tighten":  # slack against eps, and the (M_g, M) map: tighten_figures
+    if args.kind != "paper" and (args.values or args.example is not None or args.construction or args.figure):
+        raise ValueError("NAME=VALUE, --example, --construction and --figure apply to --kind paper only")
+    if args.kind == "paper":
+        fig = _paper_figure(args)
+    elif args.kind == "tighten":  # slack against eps, and the (M_g, M) map: tighten_figures
         from .tighten_figures import run_plot_tighten
 
         return run_plot_tighten(args, save_figure)
-    if args.kind in ("error", "size"):
+    elif args.kind in ("error", "size"):
         if not args.table:
             raise ValueError(f"--kind {args.kind} needs --table TABLE.json (from symbounds sweep)")
         fig = plot_table(load_table(args.table), args.kind)
@@ -527,12 +465,7 @@ def run_plot(args) -> int:
             if not Ms or len(Ms) > 20:
                 raise ValueError("--M-values: give 1 to 20 comma-separated scales")
         else:
-
-            K = sl.constants(inst)
-            ctx = BallContext(128)
-            env = sl.build(K).definition_values(ctx)
-            base = Fraction(int(env[K.M].mid().floor().unique_fmpz()))
-            Ms = [base * f for f in (Fraction(1, 4), 1, 4, 16, 64)]
+            Ms = default_scales(inst)
         bar = Bar(args, "run", "plot")
         try:
             rows = leakage_rows(inst, Ms, context=args.context, progress=bar)
@@ -545,6 +478,42 @@ def run_plot(args) -> int:
         _pyplot().close(fig)
     written(args.out)
     return 0
+
+
+def plot_figure(figure):
+    """A construction's :class:`~symbounds.core.paper.Figure`: each series as points joined by lines."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    for label, xs, ys in figure.series:
+        ax.plot([float(x) for x in xs], [float(y) for y in ys], "o-", label=label)
+    if "x" in figure.log:
+        ax.set_xscale("log")
+    if "y" in figure.log:
+        ax.set_yscale("log")
+    ax.set_title(figure.title)
+    ax.set_xlabel(figure.xlabel)
+    ax.set_ylabel(figure.ylabel)
+    if any(label for label, _, _ in figure.series):
+        ax.legend(fontsize=9)
+    return fig
+
+
+def _paper_figure(args):
+    from .catalogue_cli import paper_instance
+
+    if not args.construction:
+        raise ValueError("--kind paper needs --construction KEY")
+    try:
+        paper, _, inst = paper_instance(args.construction, args.values, args.example)
+    except UsageError as e:
+        raise ValueError(str(e)) from None
+    if paper.figures is None:
+        raise ValueError(f"{paper.key} has no figures")
+    figures = paper.figures(inst, paper.prove(inst))
+    names = [f.name for f in figures]
+    if not figures or (args.figure is not None and args.figure not in names):
+        raise ValueError(f"--figure {args.figure}: {paper.key} draws {', '.join(names) or 'no figure'}")
+    return plot_figure(next(f for f in figures if args.figure in (None, f.name)))
 
 
 # ------------------------------------------------------------------------------------------

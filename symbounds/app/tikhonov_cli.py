@@ -25,7 +25,7 @@ import time
 from fractions import Fraction
 
 from ..core.exact import NumberError, decimal, parse_number
-from .args import FIGURE_FORMATS, Bar, UsageError, check_out_folders, written
+from .args import FIGURE_FORMATS, Bar, UsageError, check_out_folders, int_list, written
 
 __all__ = ["add_tikhonov_arguments", "run_tikhonov", "tikhonov_result", "tikhonov_json", "tikhonov_text"]
 
@@ -72,24 +72,14 @@ def _eps_list(text: str) -> list[Fraction]:
     return out
 
 
-def _int_list(text: str, what: str, count: int | None = None) -> list[int]:
-    parts = [s.strip() for s in text.split(",")]
-    if not all(s.isdigit() for s in parts):
-        raise UsageError(f"{what} {text[:40]!r}: expected positive integers")
-    vals = [int(s) for s in parts]
-    if count is not None and len(vals) not in (1, count):
-        raise UsageError(f"{what} {text[:40]!r}: give one number or one per eps ({count})")
-    return vals
-
-
 def _validate(args) -> tuple:
     eps = _eps_list(args.eps)
-    epochs = _int_list(args.epochs, "--epochs", len(eps))
+    epochs = int_list(args.epochs, "--epochs", count=len(eps), per="eps", positive=False)
     if any(e < 1 or e > MAX_EPOCHS for e in epochs):
         raise UsageError(f"--epochs {args.epochs[:40]}: each must be between 1 and {MAX_EPOCHS}")
     if len(epochs) == 1:
         epochs = epochs * len(eps)
-    size = _int_list(args.size, "--size")
+    size = int_list(args.size, "--size", positive=False)
     if len(size) != 3 or size[0] < 1 or size[1] < 1 or size[2] < 2 or size[0] * size[1] > MAX_TOKENS or size[2] > 256:
         raise UsageError(f"--size {args.size[:40]}: need N,n >= 1, 2 <= d <= 256 and N*n <= {MAX_TOKENS}")
     if args.seed < 0:

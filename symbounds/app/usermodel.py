@@ -12,17 +12,14 @@ import sys
 from ..core.bound import DEFAULT_MAX_BOXES, DEFAULT_TOL, BoundError, BoundUndecided, bound, certify
 from ..core.boxes import CertifyOptions
 from ..core.certificate import beside, certificate_destination, write_certificate
-from ..core.contexts import MIN_PREC
 from ..core.exact import decimal_down, decimal_up
 from ..core.expr import ExprError
 from ..core.modelfile import ModelFileError, load_model
-from .args import Bar, UsageError, check_out_folders, number, written
+from .args import Bar, UsageError, check_out_folders, number, precision, written
 
 __all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments",
            "add_model_certify_arguments", "run_model_certify", "parse_box", "check_certificate_out",
            "save_certificate"]
-
-MAX_PREC = 1 << 16
 
 
 def add_bound_arguments(b) -> None:
@@ -126,9 +123,7 @@ def parse_box(text: str) -> tuple[list, list]:
 
 
 def _prec(p: int) -> int:
-    if not (MIN_PREC <= p <= MAX_PREC):
-        raise UsageError(f"--prec {p}: use between {MIN_PREC} and {MAX_PREC} bits")
-    return p
+    return precision(p)
 
 
 def _load(path: str):
@@ -306,7 +301,8 @@ def _certify_spec(args, prec: int) -> int:
 
 
 def _export(args) -> int:
-    from ..core.onnx_io import OnnxError, export_onnx
+    from ..core.onnx_export import export_onnx
+    from ..core.onnx_io import OnnxError
 
     model = _load(args.model)
     check_out_folders(args.onnx)

@@ -144,7 +144,8 @@ def _end(v, what) -> Fraction:
 
 
 def check_box(model: Transformer, lo, hi) -> Box:
-    """The box ``[lo, hi]`` with exact ends, checked against the model's inputs (BoundError)."""
+    """The box ``[lo_1, hi_1] x ... x [lo_d, hi_d]`` with exact ends, checked against the model's
+    inputs (one interval per input coordinate or token entry); :class:`BoundError` names the problem."""
     lo = tuple(_end(v, f"lower end {i}") for i, v in enumerate(lo))
     hi = tuple(_end(v, f"upper end {i}") for i, v in enumerate(hi))
     if len(lo) != len(hi) or not lo:

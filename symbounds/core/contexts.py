@@ -133,6 +133,12 @@ class Context:
     def _convert_native(self, v):
         raise TypeError(f"cannot convert {type(v).__name__} to the {self.name} context")
 
+    def native(self, v):
+        """``v`` when it is already a number of this context (an arb, an mpf, a float of the
+        float context, a Taylor model of its box), a TypeError otherwise; exact numbers go
+        through :meth:`convert`."""
+        return self._convert_native(v)
+
     def from_sympy(self, expr, memo: dict | None = None, env: dict | None = None):
         """Evaluate a SymPy expression (numbers, pi, + * ^, exp, log, sin, cos, sqrt, Abs, Min, Max).
 

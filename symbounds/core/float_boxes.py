@@ -36,7 +36,7 @@ import sympy
 from . import outward as fo
 from .contexts import BallContext
 from .exact import arb_to_fraction, as_fraction
-from .transformer import Attention, Transformer, _linear_pairs, _needed_rows, _value_columns
+from .transformer import Attention, Transformer, linear_pairs, needed_rows, value_columns
 
 __all__ = ["FTM", "FloatBoxEvaluator", "evaluator"]
 
@@ -291,10 +291,10 @@ class FloatBoxEvaluator:
         self.d = len(model.embedding.E[0])
         self.column = model.embedding.column
         self.layers = []
-        const, _, _, silent, _ = model._analyse()
+        const, _, _, silent, _ = model.analyse()
         first = model.layers[0] if model.layers else None
         # tokens whose values can be nonzero at the first layer (exact zeros of the embedding)
-        vcols0 = (_value_columns(model, first, range(len(first.heads)))
+        vcols0 = (value_columns(model, first, range(len(first.heads)))
                   if isinstance(first, Attention) else {})
         # The weights of the numeric model in the ball context (named constants evaluated there),
         # but an exact rational weight is converted directly.
@@ -315,14 +315,14 @@ class FloatBoxEvaluator:
                 W2 = _matrix(_pick(layer.W2, nlayer[3]), conv)
                 b2 = _vector(_pick(layer.b2, nlayer[4]), conv)
                 self.layers.append(("ffn", W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer[5]), conv),
-                                    _linear_pairs(layer)))
+                                    linear_pairs(layer)))
         conv = _converter(ball)
         self.base = _matrix(_pick(model.embedding.base, num.base), conv)
         self.E = _matrix(_pick(model.embedding.E, num.E), conv)
         self.readout = model.readout
-        self.needed = _needed_rows(model)
+        self.needed = needed_rows(model)
         self.prefix = model.affine_prefix()
-        self.dep = model._analyse()[2]
+        self.dep = model.analyse()[2]
         self._prefix_maps = None
         self._read = None
 

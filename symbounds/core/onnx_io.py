@@ -1,17 +1,5 @@
-"""ONNX in and out (optional extra ``symbounds[onnx]``: onnx, onnxruntime).
-
-**Export** (:func:`export_onnx`) writes a model as a float64 ONNX graph (opset 17) that onnxruntime
-runs.  Tokens are *rows* there, as in the usual frameworks: the state is ``X = Z^T`` (``n x D``).
-
-* vector input ``x`` (shape ``[d]``): ``X_0 = base^T + e_c (x E^T)`` (``e_c`` the one-hot column
-  of the embedding's token ``c``); token input ``X`` (shape ``[n, D]``, ``X[j, r] = Z_0[r, j]``);
-* attention: per head ``S = (X W_Q^T)(X W_K^T)^T / tau``, ``P = softmax(S)`` along the last axis
-  (hardmax: the indicator of the row maxima divided by their number, ties averaged as in the model
-  file), ``X' = rho X + sum_h P (X W_V^T) W_O^T``;
-* feed-forward: ``X' = eta X + relu(X W1^T + b1) W2^T + b2``;
-* output ``y`` (shape ``[1]``): the readout ``X[column, row]``; without a readout, ``Y = X_L``.
-
-Weights are rounded to the nearest float64 once (the exported graph is a float64 copy).
+"""ONNX in (optional extra ``symbounds[onnx]``: onnx, onnxruntime); the export is
+:mod:`symbounds.core.onnx_export`.
 
 **Import** (:func:`import_onnx`) reads a graph of MatMul/Gemm, Add, Sub, Mul, Div (by constants),
 Relu, Softmax (last axis), Transpose (of keys; between tokens and heads), Reshape (of the vector
@@ -43,11 +31,9 @@ from fractions import Fraction
 
 from .exact import NumberError
 from .modelfile import model_from_json, model_to_json
-from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, _flatten
+from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
 
-__all__ = ["OnnxError", "export_onnx", "import_onnx", "model_to_onnx", "onnx_to_model"]
-
-OPSET = 17
+__all__ = ["OnnxError", "import_onnx", "onnx_modules", "onnx_to_model"]
 
 #: the largest ONNX file read (its bytes are read once, then parsed)
 MAX_ONNX_BYTES = 64 * 2**20
@@ -63,7 +49,9 @@ class OnnxError(NumberError):
     """An ONNX file that cannot be read or written (one line naming the problem)."""
 
 
-def _onnx():
+def onnx_modules():
+    """``(onnx, onnx.helper, onnx.numpy_helper, numpy)``, or an :class:`OnnxError` saying how to
+    install the optional dependency."""
     try:
         import numpy as np
         import onnx
@@ -71,122 +59,6 @@ def _onnx():
     except ImportError:
         raise OnnxError("ONNX support needs the optional dependency: pip install 'symbounds[onnx]'") from None
     return onnx, helper, numpy_helper, np
-
-
-# ------------------------------------------------------------------------------------------
-# export
-
-
-def _exact(model: Transformer) -> Transformer:
-    """The model with plain rational weights (constructions hold SymPy expressions)."""
-    arrays = [a for _, a in model.weight_arrays()]
-    if model.embedding is not None:
-        arrays += [model.embedding.base, model.embedding.E]
-    if model.definitions or any(not isinstance(v, (int, Fraction)) or isinstance(v, bool)
-                                for a in arrays for v in _flatten(a)):
-        return model_from_json(model_to_json(model, 192))
-    return model
-
-
-def model_to_onnx(model: Transformer):
-    """The ONNX ModelProto of ``model`` (float64, opset 17)."""
-    onnx, helper, numpy_helper, np = _onnx()
-    model = _exact(model)
-    T = onnx.TensorProto.DOUBLE
-    nodes, inits = [], []
-    count = [0]
-
-    def name(prefix):
-        count[0] += 1
-        return f"{prefix}_{count[0]}"
-
-    def const(arr, prefix="w"):
-        n = name(prefix)
-        a = np.array([[float(v) for v in r] for r in arr] if isinstance(arr[0], (tuple, list)) else
-                     [float(v) for v in arr], dtype=np.float64)
-        inits.append(numpy_helper.from_array(a, n))
-        return n
-
-    def scalar(v, prefix="s"):
-        n = name(prefix)
-        inits.append(numpy_helper.from_array(np.array(float(v), dtype=np.float64), n))
-        return n
-
-    def ints(v, prefix="i"):
-        n = name(prefix)
-        inits.append(numpy_helper.from_array(np.array(v, dtype=np.int64), n))
-        return n
-
-    def node(op, ins, **attrs):
-        out = name(op.lower())
-        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
-        return out
-
-    def T_(m):
-        return tuple(zip(*m))
-
-    if model.input == "vector":
-        emb = model.embedding
-        D, n = len(emb.base), len(emb.base[0])
-        d = len(emb.E[0])
-        inp = helper.make_tensor_value_info("x", T, [d])
-        row = node("Reshape", ["x", ints([1, d])])
-        e = node("MatMul", [row, const(T_(emb.E))])
-        onehot = [[1 if j == emb.column else 0] for j in range(n)]
-        X = node("Add", [node("MatMul", [const(onehot), e]), const(T_(emb.base))])
-    else:
-        D = model.width
-        inp = helper.make_tensor_value_info("X", T, ["n", D])
-        X = "X"
-    for layer in model.layers:
-        if isinstance(layer, Attention):
-            parts = []
-            if layer.skip != 0:
-                parts.append(X if layer.skip == 1 else node("Mul", [X, scalar(layer.skip)]))
-            for h in layer.heads:
-                Q = node("MatMul", [X, const(T_(h.W_Q))])
-                K = node("MatMul", [X, const(T_(h.W_K))])
-                V = node("MatMul", [X, const(T_(h.W_V))])
-                S = node("MatMul", [Q, node("Transpose", [K], perm=[1, 0])])
-                if layer.tau is not None:
-                    S = node("Div", [S, scalar(layer.tau)])
-                if layer.kind == "softmax":
-                    P = node("Softmax", [S], axis=-1)
-                else:
-                    m = node("ReduceMax", [S], axes=[-1], keepdims=1)
-                    mask = node("Cast", [node("Equal", [S, m])], to=T)
-                    P = node("Div", [mask, node("ReduceSum", [mask, ints([-1])], keepdims=1)])
-                parts.append(node("MatMul", [node("MatMul", [P, V]), const(T_(h.W_O))]))
-        else:
-            H = node("Relu", [node("Add", [node("MatMul", [X, const(T_(layer.W1))]), const(layer.b1)])])
-            parts = [node("Add", [node("MatMul", [H, const(T_(layer.W2))]), const(layer.b2)])]
-            if layer.skip != 0:
-                parts.append(X if layer.skip == 1 else node("Mul", [X, scalar(layer.skip)]))
-        if not parts:
-            raise OnnxError("an attention layer with no heads and no skip")
-        X = parts[0]
-        for p in parts[1:]:
-            X = node("Add", [X, p])
-    if model.readout is not None:
-        r = model.readout
-        tok = node("Gather", [X, ints(r.column)], axis=0)
-        y = node("Gather", [tok, ints(r.row)], axis=0)
-        nodes.append(helper.make_node("Reshape", [y, ints([1])], ["y"], name="readout"))
-        out = helper.make_tensor_value_info("y", T, [1])
-    else:
-        nodes.append(helper.make_node("Identity", [X], ["Y"], name="output"))
-        out = helper.make_tensor_value_info("Y", T, ["n", D])
-    graph = helper.make_graph(nodes, "symbounds", [inp], [out], initializer=inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="symbounds")
-    proto.ir_version = 8
-    onnx.checker.check_model(proto)
-    return proto
-
-
-def export_onnx(model: Transformer, path: str) -> None:
-    from .files import atomic_write
-
-    atomic_write(path, model_to_onnx(model).SerializeToString())
 
 
 # ------------------------------------------------------------------------------------------
@@ -261,7 +133,7 @@ class _Out:  # a readout entry
 
 class _Importer:
     def __init__(self, proto):
-        onnx, helper, numpy_helper, np = _onnx()
+        onnx, helper, numpy_helper, np = onnx_modules()
         self.np, self.numpy_helper, self.helper = np, numpy_helper, helper
         self.proto = proto
         self.layers: list = []
@@ -598,221 +470,286 @@ class _Importer:
         return default
 
     def op(self, nd, args, where):
+        """The value of node ``nd`` from the values of its inputs (:data:`_OPS` names the method)."""
         op = nd.op_type
-        allowed = {"MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Softmax", "Transpose", "Reshape",
-                   "Concat", "Constant", "Identity", "Gather", "Split", "Slice"}
-        if op not in allowed:
+        if op not in _OPS:
             raise OnnxError(f"{where}: operation {op} cannot be expressed in a model file")
         if nd.domain not in ("", "ai.onnx"):
             raise OnnxError(f"{where}: operation from domain {nd.domain!r} is not supported")
-        if op == "Constant":
-            t = self.attr(nd, "value")
-            if t is None:
-                raise OnnxError(f"{where}: only tensor constants ('value') are supported")
-            return _Const(self.frac_array(t, where))
-        if op == "Identity":
-            return args[0]
+        return getattr(self, _OPS[op])(nd, args, where)
+
+    def op_constant(self, nd, args, where):
+        """Constant: a tensor given in the node (``value``)."""
+        t = self.attr(nd, "value")
+        if t is None:
+            raise OnnxError(f"{where}: only tensor constants ('value') are supported")
+        return _Const(self.frac_array(t, where))
+
+    def op_identity(self, nd, args, where):
+        """Identity: the operand itself."""
+        return args[0]
+
+    def op_matmul(self, nd, args, where):
+        """MatMul and Gemm: an affine map times a weight, scores ``Q K^T``, probabilities times
+        values (per head too), the vector input times the embedding."""
+        op = nd.op_type
         a = args[0]
         b = args[1] if len(args) > 1 else None
-        if op in ("MatMul", "Gemm"):
-            if op == "Gemm":
-                if self.attr(nd, "transA", 0):
-                    raise OnnxError(f"{where}: transA is not supported")
-                if isinstance(b, _Const) and self.attr(nd, "transB", 0):
-                    b = _Const(b.a.T)
-            if isinstance(a, _Const) and isinstance(b, _Const):
-                if a.a.ndim != 2 or b.a.ndim != 2 or a.a.shape[1] != b.a.shape[0]:
-                    raise OnnxError(f"{where}: only a product of two constant matrices")
-                self.const_result((a.a.shape[0], b.a.shape[1]))
-                out = _Const(a.a.dot(b.a))
-            elif isinstance(a, _Aff) and isinstance(b, _Const) and b.a.ndim == 2:
-                if b.a.shape[0] != a.k:
-                    raise OnnxError(f"{where}: shape mismatch ({a.k} columns times {b.a.shape[0]} rows)")
-                out = self.aff_matmul(a, b.a)
-            elif isinstance(a, _Aff) and isinstance(b, _KT):
-                out = self.scores(a, b, where)
-            elif isinstance(a, _Probs) and not isinstance(a, _Scores) and isinstance(b, _Aff):
-                out = self.attend(a, b, where)
-            elif isinstance(a, _Heads) and isinstance(b, _Heads) and len(a.items) == len(b.items):
-                if a.layout == "heads" and b.layout == "keys":
-                    out = _Heads([self.scores(q, k, where) for q, k in zip(a.items, b.items)], "heads", a.rank)
-                elif a.layout == "heads" and b.layout == "heads" and isinstance(a.items[0], _Probs):
-                    out = _Heads([self.attend(p, v, where) for p, v in zip(a.items, b.items)], "heads", a.rank)
-                else:
-                    raise OnnxError(f"{where}: unsupported product of per-head tensors")
-            elif isinstance(a, _XIn) and isinstance(b, _Const) and a.row and b.a.ndim == 2:
-                out = _XIn(a.M.dot(b.a), row=True)
-            elif isinstance(a, _Const) and isinstance(b, _XIn) and b.row and a.a.ndim == 2 and a.a.shape[1] == 1:
-                nz = [j for j in range(a.a.shape[0]) if a.a[j, 0] != 0]
-                if len(nz) != 1 or a.a[nz[0], 0] != 1:
-                    raise OnnxError(f"{where}: the input must be placed in one token (a one-hot column)")
-                out = _Emb(nz[0], a.a.shape[0], b.M)
+        if op == "Gemm":
+            if self.attr(nd, "transA", 0):
+                raise OnnxError(f"{where}: transA is not supported")
+            if isinstance(b, _Const) and self.attr(nd, "transB", 0):
+                b = _Const(b.a.T)
+        if isinstance(a, _Const) and isinstance(b, _Const):
+            if a.a.ndim != 2 or b.a.ndim != 2 or a.a.shape[1] != b.a.shape[0]:
+                raise OnnxError(f"{where}: only a product of two constant matrices")
+            self.const_result((a.a.shape[0], b.a.shape[1]))
+            out = _Const(a.a.dot(b.a))
+        elif isinstance(a, _Aff) and isinstance(b, _Const) and b.a.ndim == 2:
+            if b.a.shape[0] != a.k:
+                raise OnnxError(f"{where}: shape mismatch ({a.k} columns times {b.a.shape[0]} rows)")
+            out = self.aff_matmul(a, b.a)
+        elif isinstance(a, _Aff) and isinstance(b, _KT):
+            out = self.scores(a, b, where)
+        elif isinstance(a, _Probs) and not isinstance(a, _Scores) and isinstance(b, _Aff):
+            out = self.attend(a, b, where)
+        elif isinstance(a, _Heads) and isinstance(b, _Heads) and len(a.items) == len(b.items):
+            if a.layout == "heads" and b.layout == "keys":
+                out = _Heads([self.scores(q, k, where) for q, k in zip(a.items, b.items)], "heads", a.rank)
+            elif a.layout == "heads" and b.layout == "heads" and isinstance(a.items[0], _Probs):
+                out = _Heads([self.attend(p, v, where) for p, v in zip(a.items, b.items)], "heads", a.rank)
             else:
-                raise OnnxError(f"{where}: unsupported operands ({type(a).__name__.strip('_')}, "
-                                f"{type(b).__name__.strip('_')})")
-            if op == "Gemm":
-                alpha, beta = Fraction(self.attr(nd, "alpha", 1.0)), Fraction(self.attr(nd, "beta", 1.0))
-                if alpha != 1:
-                    out = self.aff_scale(out, alpha) if isinstance(out, _Aff) else _Const(out.a * alpha)
-                if len(args) > 2 and args[2] is not None:
-                    if not isinstance(args[2], _Const) or not isinstance(out, _Aff):
-                        raise OnnxError(f"{where}: C must be a constant bias")
-                    out = self.bias(out, _Const(args[2].a * beta), where)
+                raise OnnxError(f"{where}: unsupported product of per-head tensors")
+        elif isinstance(a, _XIn) and isinstance(b, _Const) and a.row and b.a.ndim == 2:
+            out = _XIn(a.M.dot(b.a), row=True)
+        elif isinstance(a, _Const) and isinstance(b, _XIn) and b.row and a.a.ndim == 2 and a.a.shape[1] == 1:
+            nz = [j for j in range(a.a.shape[0]) if a.a[j, 0] != 0]
+            if len(nz) != 1 or a.a[nz[0], 0] != 1:
+                raise OnnxError(f"{where}: the input must be placed in one token (a one-hot column)")
+            out = _Emb(nz[0], a.a.shape[0], b.M)
+        else:
+            raise OnnxError(f"{where}: unsupported operands ({type(a).__name__.strip('_')}, "
+                            f"{type(b).__name__.strip('_')})")
+        if op == "Gemm":
+            alpha, beta = Fraction(self.attr(nd, "alpha", 1.0)), Fraction(self.attr(nd, "beta", 1.0))
+            if alpha != 1:
+                out = self.aff_scale(out, alpha) if isinstance(out, _Aff) else _Const(out.a * alpha)
+            if len(args) > 2 and args[2] is not None:
+                if not isinstance(args[2], _Const) or not isinstance(out, _Aff):
+                    raise OnnxError(f"{where}: C must be a constant bias")
+                out = self.bias(out, _Const(args[2].a * beta), where)
+        return out
+
+    def op_add(self, nd, args, where):
+        """Add and Sub: a bias, the sum of two affine maps, or the embedding ``base + e_c (x E^T)``."""
+        op = nd.op_type
+        a = args[0]
+        b = args[1] if len(args) > 1 else None
+        if op == "Sub":
+            if isinstance(b, _Const):
+                b = _Const(-b.a)
+            elif isinstance(b, _Aff):
+                b = self.aff_scale(b, Fraction(-1))
+            else:
+                raise OnnxError(f"{where}: unsupported operands")
+        if isinstance(a, _Const) and isinstance(b, _Const):
+            self.const_result(self.np.broadcast_shapes(a.a.shape, b.a.shape))
+            return _Const(a.a + b.a)
+        if isinstance(b, _Const) and isinstance(a, _Aff):
+            return self.bias(a, b, where)
+        if isinstance(a, _Const) and isinstance(b, _Aff):
+            return self.bias(b, a, where)
+        if isinstance(a, _Aff) and isinstance(b, _Aff):
+            return self.aff_add(a, b, where)
+        emb, base = (a, b) if isinstance(a, _Emb) else (b, a)
+        if isinstance(emb, _Emb) and isinstance(base, _Const) and op == "Add":
+            if self.embedding is not None or base.a.ndim != 2 or base.a.shape != (emb.n, emb.M.shape[1]):
+                raise OnnxError(f"{where}: the embedding must add an n x D base once")
+            mat = lambda m: tuple(tuple(x for x in row) for row in m)
+            self.embedding = Embedding(mat(base.a.T), mat(emb.M.T), emb.col)
+            self.width = emb.M.shape[1]
+            return self.identity_aff()
+        raise OnnxError(f"{where}: unsupported operands")
+
+    def op_mul(self, nd, args, where):
+        """Mul and Div by one constant (of an affine map, of scores, of a constant)."""
+        op = nd.op_type
+        a = args[0]
+        b = args[1] if len(args) > 1 else None
+        c, v = (b, a) if isinstance(b, _Const) else (a, b)
+        if not isinstance(c, _Const) or c.a.size != 1 or (op == "Div" and c is a):
+            raise OnnxError(f"{where}: only multiplication or division by one constant is supported")
+        s = c.a.flat[0]
+        if op == "Div":
+            if s == 0:
+                raise OnnxError(f"{where}: division by zero")
+            s = 1 / s
+        if isinstance(v, _Aff):
+            return self.aff_scale(v, s)
+        if isinstance(v, _Scores):
+            return _Scores(v.state, v.Mq * s, v.Mk)
+        if isinstance(v, _Heads) and all(isinstance(x, _Scores) for x in v.items):
+            return _Heads([_Scores(x.state, x.Mq * s, x.Mk) for x in v.items], v.layout, v.rank)
+        if isinstance(v, _Const):
+            return _Const(v.a * s)
+        raise OnnxError(f"{where}: unsupported operand")
+
+    def op_relu(self, nd, args, where):
+        """Relu: ReLU units of an affine map."""
+        a = args[0]
+        v = self.as_affine(a, where)
+        return _Aff(v.state, self.zeros(self.width, v.k), self.zeros(v.k), [(v.L, v.c, self.eye(v.k))], [],
+                    v.rank)
+
+    def op_softmax(self, nd, args, where):
+        """Softmax of attention scores along the last axis."""
+        a = args[0]
+        axis = self.attr(nd, "axis", -1)
+        if isinstance(a, _Heads) and all(isinstance(x, _Scores) for x in a.items) and \
+                axis in (-1, a.rank):
+            return _Heads([_Probs(x.state, x.Mq, x.Mk, "softmax") for x in a.items], a.layout, a.rank)
+        if not isinstance(a, _Scores) or axis not in (-1, 1, 2):
+            raise OnnxError(f"{where}: softmax of attention scores along the last axis only")
+        return _Probs(a.state, a.Mq, a.Mk, "softmax")
+
+    def op_transpose(self, nd, args, where):
+        """Transpose: the keys ``K^T`` (last two axes), tokens and heads swapped, a constant matrix."""
+        a = args[0]
+        perm = list(self.attr(nd, "perm", []) or [])
+        if isinstance(a, _Aff) and perm in ([1, 0], [0, 2, 1]):
+            return _KT(a)
+        if isinstance(a, _Heads):
+            # rank 2 tokens [n, D] -> [n, h, dk]; with a batch of one [1, n, D] -> [1, n, h, dk]
+            base = [] if a.rank == 2 else [0]
+            o = len(base)
+            swap_nh = base + [o + 1, o, o + 2]  # [n, h, dk] <-> [h, n, dk]
+            keys = base + [o, o + 2, o + 1]  # [h, n, dk] -> [h, dk, n]
+            to_keys = base + [o + 1, o + 2, o]  # [n, h, dk] -> [h, dk, n]
+            if perm == swap_nh and a.layout in ("tokens", "heads"):
+                return _Heads(a.items, "heads" if a.layout == "tokens" else "tokens", a.rank)
+            if (perm == keys and a.layout == "heads") or (perm == to_keys and a.layout == "tokens"):
+                return _Heads([_KT(x) for x in a.items], "keys", a.rank)
+        if isinstance(a, _Const) and a.a.ndim == 2:
+            return _Const(a.a.T)
+        raise OnnxError(f"{where}: only the transpose of a key matrix (last two axes) is supported")
+
+    def op_reshape(self, nd, args, where):
+        """Reshape: the vector input as a row, the readout, heads split from and merged into features."""
+        a = args[0]
+        b = args[1] if len(args) > 1 else None
+        if not isinstance(b, _Const):
+            raise OnnxError(f"{where}: the shape must be a constant")
+        shape = [int(x) for x in b.a.flat]
+        if isinstance(a, _XIn) and not a.row and len(shape) == 2 and shape[0] == 1:
+            return _XIn(a.M, row=True)
+        if isinstance(a, _Out) and shape in ([1], [-1], [1, 1]):
+            return a
+        if isinstance(a, _Const):
+            return _Const(a.a.reshape(shape))
+        if isinstance(a, _Aff) and len(shape) == a.rank and shape[-1] in (a.k, -1):
+            return a
+        if isinstance(a, _Aff) and len(shape) == a.rank + 1:  # [.., n, h, dk]: split into heads
+            h, dk = shape[-2], shape[-1]
+            if h == -1 and dk > 0 and a.k % dk == 0:
+                h = a.k // dk
+            if dk == -1 and h > 0 and a.k % h == 0:
+                dk = a.k // h
+            if h <= 0 or dk <= 0 or h * dk != a.k:
+                raise OnnxError(f"{where}: cannot split {a.k} features into heads of shape {shape[-2:]}")
+            return _Heads([self.aff_cols(a, (i * dk, (i + 1) * dk)) for i in range(h)], "tokens", a.rank)
+        if isinstance(a, _Heads) and a.layout == "tokens" and len(shape) == a.rank and \
+                all(isinstance(x, _Aff) for x in a.items):
+            out = self.concat(a.items, where)
+            if shape[-1] not in (out.k, -1):
+                raise OnnxError(f"{where}: cannot merge the heads into {shape[-1]} features")
             return out
-        if op in ("Add", "Sub"):
-            if op == "Sub":
-                if isinstance(b, _Const):
-                    b = _Const(-b.a)
-                elif isinstance(b, _Aff):
-                    b = self.aff_scale(b, Fraction(-1))
-                else:
-                    raise OnnxError(f"{where}: unsupported operands")
-            if isinstance(a, _Const) and isinstance(b, _Const):
-                self.const_result(self.np.broadcast_shapes(a.a.shape, b.a.shape))
-                return _Const(a.a + b.a)
-            if isinstance(b, _Const) and isinstance(a, _Aff):
-                return self.bias(a, b, where)
-            if isinstance(a, _Const) and isinstance(b, _Aff):
-                return self.bias(b, a, where)
-            if isinstance(a, _Aff) and isinstance(b, _Aff):
-                return self.aff_add(a, b, where)
-            emb, base = (a, b) if isinstance(a, _Emb) else (b, a)
-            if isinstance(emb, _Emb) and isinstance(base, _Const) and op == "Add":
-                if self.embedding is not None or base.a.ndim != 2 or base.a.shape != (emb.n, emb.M.shape[1]):
-                    raise OnnxError(f"{where}: the embedding must add an n x D base once")
-                mat = lambda m: tuple(tuple(x for x in row) for row in m)
-                self.embedding = Embedding(mat(base.a.T), mat(emb.M.T), emb.col)
-                self.width = emb.M.shape[1]
-                return self.identity_aff()
-            raise OnnxError(f"{where}: unsupported operands")
-        if op in ("Mul", "Div"):
-            c, v = (b, a) if isinstance(b, _Const) else (a, b)
-            if not isinstance(c, _Const) or c.a.size != 1 or (op == "Div" and c is a):
-                raise OnnxError(f"{where}: only multiplication or division by one constant is supported")
-            s = c.a.flat[0]
-            if op == "Div":
-                if s == 0:
-                    raise OnnxError(f"{where}: division by zero")
-                s = 1 / s
-            if isinstance(v, _Aff):
-                return self.aff_scale(v, s)
-            if isinstance(v, _Scores):
-                return _Scores(v.state, v.Mq * s, v.Mk)
-            if isinstance(v, _Heads) and all(isinstance(x, _Scores) for x in v.items):
-                return _Heads([_Scores(x.state, x.Mq * s, x.Mk) for x in v.items], v.layout, v.rank)
-            if isinstance(v, _Const):
-                return _Const(v.a * s)
-            raise OnnxError(f"{where}: unsupported operand")
-        if op == "Relu":
-            v = self.as_affine(a, where)
-            return _Aff(v.state, self.zeros(self.width, v.k), self.zeros(v.k), [(v.L, v.c, self.eye(v.k))], [],
-                        v.rank)
-        if op == "Softmax":
-            axis = self.attr(nd, "axis", -1)
-            if isinstance(a, _Heads) and all(isinstance(x, _Scores) for x in a.items) and \
-                    axis in (-1, a.rank):
-                return _Heads([_Probs(x.state, x.Mq, x.Mk, "softmax") for x in a.items], a.layout, a.rank)
-            if not isinstance(a, _Scores) or axis not in (-1, 1, 2):
-                raise OnnxError(f"{where}: softmax of attention scores along the last axis only")
-            return _Probs(a.state, a.Mq, a.Mk, "softmax")
-        if op == "Transpose":
-            perm = list(self.attr(nd, "perm", []) or [])
-            if isinstance(a, _Aff) and perm in ([1, 0], [0, 2, 1]):
-                return _KT(a)
-            if isinstance(a, _Heads):
-                # rank 2 tokens [n, D] -> [n, h, dk]; with a batch of one [1, n, D] -> [1, n, h, dk]
-                base = [] if a.rank == 2 else [0]
-                o = len(base)
-                swap_nh = base + [o + 1, o, o + 2]  # [n, h, dk] <-> [h, n, dk]
-                keys = base + [o, o + 2, o + 1]  # [h, n, dk] -> [h, dk, n]
-                to_keys = base + [o + 1, o + 2, o]  # [n, h, dk] -> [h, dk, n]
-                if perm == swap_nh and a.layout in ("tokens", "heads"):
-                    return _Heads(a.items, "heads" if a.layout == "tokens" else "tokens", a.rank)
-                if (perm == keys and a.layout == "heads") or (perm == to_keys and a.layout == "tokens"):
-                    return _Heads([_KT(x) for x in a.items], "keys", a.rank)
-            if isinstance(a, _Const) and a.a.ndim == 2:
-                return _Const(a.a.T)
-            raise OnnxError(f"{where}: only the transpose of a key matrix (last two axes) is supported")
-        if op == "Reshape":
+        raise OnnxError(f"{where}: only reshapes that keep the token layout are supported")
+
+    def op_concat(self, nd, args, where):
+        """Concat of token tensors along the features."""
+        axis = self.attr(nd, "axis")
+        if not all(isinstance(x, _Aff) for x in args) or axis not in (-1, args[0].rank - 1):
+            raise OnnxError(f"{where}: only the concatenation of token tensors along the features")
+        return self.concat(args, where)
+
+    def op_split(self, nd, args, where):
+        """Split of a token tensor along the features (a fused q/k/v projection)."""
+        a = args[0]
+        b = args[1] if len(args) > 1 else None
+        axis = self.attr(nd, "axis", 0)
+        if not isinstance(a, _Aff) or axis not in (-1, a.rank - 1):
+            raise OnnxError(f"{where}: only a split of a token tensor along the features")
+        sizes = self.attr(nd, "split")
+        if sizes is None and b is not None:
             if not isinstance(b, _Const):
-                raise OnnxError(f"{where}: the shape must be a constant")
-            shape = [int(x) for x in b.a.flat]
-            if isinstance(a, _XIn) and not a.row and len(shape) == 2 and shape[0] == 1:
-                return _XIn(a.M, row=True)
-            if isinstance(a, _Out) and shape in ([1], [-1], [1, 1]):
-                return a
-            if isinstance(a, _Const):
-                return _Const(a.a.reshape(shape))
-            if isinstance(a, _Aff) and len(shape) == a.rank and shape[-1] in (a.k, -1):
-                return a
-            if isinstance(a, _Aff) and len(shape) == a.rank + 1:  # [.., n, h, dk]: split into heads
-                h, dk = shape[-2], shape[-1]
-                if h == -1 and dk > 0 and a.k % dk == 0:
-                    h = a.k // dk
-                if dk == -1 and h > 0 and a.k % h == 0:
-                    dk = a.k // h
-                if h <= 0 or dk <= 0 or h * dk != a.k:
-                    raise OnnxError(f"{where}: cannot split {a.k} features into heads of shape {shape[-2:]}")
-                return _Heads([self.aff_cols(a, (i * dk, (i + 1) * dk)) for i in range(h)], "tokens", a.rank)
-            if isinstance(a, _Heads) and a.layout == "tokens" and len(shape) == a.rank and \
-                    all(isinstance(x, _Aff) for x in a.items):
-                out = self.concat(a.items, where)
-                if shape[-1] not in (out.k, -1):
-                    raise OnnxError(f"{where}: cannot merge the heads into {shape[-1]} features")
-                return out
-            raise OnnxError(f"{where}: only reshapes that keep the token layout are supported")
-        if op == "Concat":
-            axis = self.attr(nd, "axis")
-            if not all(isinstance(x, _Aff) for x in args) or axis not in (-1, args[0].rank - 1):
-                raise OnnxError(f"{where}: only the concatenation of token tensors along the features")
-            return self.concat(args, where)
-        if op == "Split":
-            axis = self.attr(nd, "axis", 0)
-            if not isinstance(a, _Aff) or axis not in (-1, a.rank - 1):
-                raise OnnxError(f"{where}: only a split of a token tensor along the features")
-            sizes = self.attr(nd, "split")
-            if sizes is None and b is not None:
-                if not isinstance(b, _Const):
-                    raise OnnxError(f"{where}: the split sizes must be constant")
-                sizes = [int(x) for x in b.a.flat]
-            if sizes is None:
-                parts = self.attr(nd, "num_outputs", len(nd.output))
-                if a.k % parts:
-                    raise OnnxError(f"{where}: {a.k} features do not split into {parts} equal parts")
-                sizes = [a.k // parts] * parts
-            if sum(sizes) != a.k or any(x <= 0 for x in sizes):
-                raise OnnxError(f"{where}: split sizes {sizes} do not add up to {a.k}")
-            out, off = [], 0
-            for x in sizes:
-                out.append(self.aff_cols(a, (off, off + x)))
-                off += x
-            return out
-        if op == "Slice":
-            consts = args[1:]
-            if not isinstance(a, _Aff) or not all(isinstance(x, _Const) for x in consts if x is not None):
-                raise OnnxError(f"{where}: only a constant slice of a token tensor along the features")
-            starts, ends = [int(x) for x in consts[0].a.flat], [int(x) for x in consts[1].a.flat]
-            axes = [int(x) for x in consts[2].a.flat] if len(consts) > 2 and consts[2] is not None else [0]
-            steps = [int(x) for x in consts[3].a.flat] if len(consts) > 3 and consts[3] is not None else [1]
-            if len(starts) != 1 or axes[0] not in (-1, a.rank - 1) or steps != [1]:
-                raise OnnxError(f"{where}: only a slice of the feature axis with step 1")
-            lo_, hi_, _ = slice(starts[0], ends[0]).indices(a.k)
-            if hi_ <= lo_:
-                raise OnnxError(f"{where}: an empty slice")
-            return self.aff_cols(a, (lo_, hi_))
-        if op == "Gather":
-            if self.attr(nd, "axis", 0) != 0 or not isinstance(b, _Const) or b.a.size != 1 or b.a.ndim != 0:
-                raise OnnxError(f"{where}: only the readout (one token, then one feature) is supported")
-            idx = int(b.a.flat[0])
-            if isinstance(a, _Aff):
-                self.materialise(a, where)
-                return _Row(self.state, idx)
-            if isinstance(a, _Row):
-                if a.state != self.state or not (0 <= idx < self.width):
-                    raise OnnxError(f"{where}: readout index out of range")
-                return _Out(a.state, idx, a.col)
-            raise OnnxError(f"{where}: unsupported operand")
-        raise OnnxError(f"{where}: operation {op} cannot be expressed in a model file")  # pragma: no cover
+                raise OnnxError(f"{where}: the split sizes must be constant")
+            sizes = [int(x) for x in b.a.flat]
+        if sizes is None:
+            parts = self.attr(nd, "num_outputs", len(nd.output))
+            if a.k % parts:
+                raise OnnxError(f"{where}: {a.k} features do not split into {parts} equal parts")
+            sizes = [a.k // parts] * parts
+        if sum(sizes) != a.k or any(x <= 0 for x in sizes):
+            raise OnnxError(f"{where}: split sizes {sizes} do not add up to {a.k}")
+        out, off = [], 0
+        for x in sizes:
+            out.append(self.aff_cols(a, (off, off + x)))
+            off += x
+        return out
+
+    def op_slice(self, nd, args, where):
+        """Slice of a token tensor along the features, step 1."""
+        a = args[0]
+        consts = args[1:]
+        if not isinstance(a, _Aff) or not all(isinstance(x, _Const) for x in consts if x is not None):
+            raise OnnxError(f"{where}: only a constant slice of a token tensor along the features")
+        starts, ends = [int(x) for x in consts[0].a.flat], [int(x) for x in consts[1].a.flat]
+        axes = [int(x) for x in consts[2].a.flat] if len(consts) > 2 and consts[2] is not None else [0]
+        steps = [int(x) for x in consts[3].a.flat] if len(consts) > 3 and consts[3] is not None else [1]
+        if len(starts) != 1 or axes[0] not in (-1, a.rank - 1) or steps != [1]:
+            raise OnnxError(f"{where}: only a slice of the feature axis with step 1")
+        lo_, hi_, _ = slice(starts[0], ends[0]).indices(a.k)
+        if hi_ <= lo_:
+            raise OnnxError(f"{where}: an empty slice")
+        return self.aff_cols(a, (lo_, hi_))
+
+    def op_gather(self, nd, args, where):
+        """Gather: the readout, one token and then one feature."""
+        op = nd.op_type
+        a = args[0]
+        b = args[1] if len(args) > 1 else None
+        if self.attr(nd, "axis", 0) != 0 or not isinstance(b, _Const) or b.a.size != 1 or b.a.ndim != 0:
+            raise OnnxError(f"{where}: only the readout (one token, then one feature) is supported")
+        idx = int(b.a.flat[0])
+        if isinstance(a, _Aff):
+            self.materialise(a, where)
+            return _Row(self.state, idx)
+        if isinstance(a, _Row):
+            if a.state != self.state or not (0 <= idx < self.width):
+                raise OnnxError(f"{where}: readout index out of range")
+            return _Out(a.state, idx, a.col)
+        raise OnnxError(f"{where}: unsupported operand")
+
+
+#: ONNX operation -> the method of :class:`_Importer` that reads it
+_OPS = {
+    "Constant": "op_constant",
+    "Identity": "op_identity",
+    "MatMul": "op_matmul",
+    "Gemm": "op_matmul",
+    "Add": "op_add",
+    "Sub": "op_add",
+    "Mul": "op_mul",
+    "Div": "op_mul",
+    "Relu": "op_relu",
+    "Softmax": "op_softmax",
+    "Transpose": "op_transpose",
+    "Reshape": "op_reshape",
+    "Concat": "op_concat",
+    "Split": "op_split",
+    "Slice": "op_slice",
+    "Gather": "op_gather",
+}
 
 
 def onnx_to_model(proto) -> Transformer:
@@ -823,7 +760,7 @@ def onnx_to_model(proto) -> Transformer:
 def import_onnx(path: str) -> Transformer:
     from .files import read_user_file
 
-    onnx, *_ = _onnx()
+    onnx, *_ = onnx_modules()
     data = read_user_file(path, OnnxError, MAX_ONNX_BYTES)
     try:  # from the bytes read: onnx.load would read the file, and any external data, unbounded
         proto = onnx.load_model_from_string(data)

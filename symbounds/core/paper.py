@@ -20,7 +20,15 @@ member                    what it is
 ``examples``              small instances (mappings) that prove in seconds; together they
                           measure every claim (``example``: the first)
 ``rebuild``               optional: re-derives a certificate's model (whole-domain certificates)
+``report(inst, proof)``   optional: the construction's own text after the claims (``prove KEY``)
+``latex(inst, proof)``    optional: its LaTeX sections, ``[(title, body), ...]`` in the paper's
+                          notation (``symbounds latex KEY`` puts them before the claims)
+``figures(inst, proof)``  optional: its figures as data, ``[Figure, ...]`` (``symbounds plot
+                          --kind paper --construction KEY`` draws them)
 ========================  =====================================================================
+
+The hooks return text and data only: the document frame, the claim list, number formatting and
+the drawing are the command line's, so a construction needs nothing of ``symbounds.app``.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from typing import Callable, Mapping
 from .claims import Claim, ClaimResult, HasVerdict, load_claims
 from .transformer import Transformer
 
-__all__ = ["Parameter", "Paper", "Proof", "with_defaults", "load_spec"]
+__all__ = ["Parameter", "Paper", "Proof", "Figure", "with_defaults", "load_spec"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,20 @@ class Proof(HasVerdict):
 
 
 @dataclass(frozen=True)
+class Figure:
+    """One figure of a construction, as data: ``series`` is ``((label, xs, ys), ...)`` of exact or
+    float numbers, drawn as points joined by lines (``log``: which axes are logarithmic, a subset
+    of ``"xy"``).  ``name`` is what ``symbounds plot --kind paper ... --figure NAME`` selects."""
+
+    name: str
+    title: str
+    xlabel: str
+    ylabel: str
+    series: tuple
+    log: str = ""
+
+
+@dataclass(frozen=True)
 class Paper:
     """A construction, as data plus a few functions (see the module docstring)."""
 
@@ -100,6 +122,9 @@ class Paper:
     sample_input: Callable[[object], object]
     examples: tuple[Mapping[str, str], ...]
     rebuild: Callable | None = None
+    report: Callable[[object, Proof], str] | None = None
+    latex: Callable[[object, Proof], list] | None = None
+    figures: Callable[[object, Proof], list] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "examples", tuple(self.examples))

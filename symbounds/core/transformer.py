@@ -227,7 +227,7 @@ class Transformer:
         the embedding and the readout excluded): what the parameter counts and norms range over."""
         for name, arr in self.weight_arrays():
             if not name.endswith(".skip"):
-                yield from _flatten(arr)
+                yield from flatten(arr)
 
     def count_parameters(self) -> tuple[int, int]:
         """(dense, nonzero) parameter counts over attention and feed-forward weights and biases.
@@ -267,22 +267,40 @@ class Transformer:
         return env
 
     def clear_cache(self):
+        """Forget every conversion of the weights (:meth:`numeric`)."""
         self._numeric_cache.clear()
+
+    def cached_numeric(self, key: tuple):
+        """The weights converted for ``key = (context name, precision)``, or None when :meth:`numeric`
+        has not converted them (or they were dropped)."""
+        return self._numeric_cache.get(key)
+
+    def drop_numeric(self, key: tuple) -> None:
+        """Forget the conversion for ``key = (context name, precision)`` (nothing if there is none)."""
+        self._numeric_cache.pop(key, None)
+
+    def keep_numeric_only(self, key: tuple) -> None:
+        """Forget every conversion of the weights but the one for ``key`` (memory after a run)."""
+        for k in [k for k in self._numeric_cache if k != key]:
+            del self._numeric_cache[k]
 
     def constant_heads(self) -> dict:
         """``{(layer, head): kind}`` for every attention head: ``"output"`` when neither its scores
         nor its values can depend on the input (its whole output is computed once), ``"scores"``
         when only its values can, ``False`` when its scores can."""
-        return self._analyse()[0]
+        return self.analyse()[0]
 
     def affine_prefix(self) -> int:
         """How many leading layers are affine in the input ``x`` (found from the weights):
         attention layers whose scores are input independent, and feed-forward layers whose
         input-dependent units all come in linear pairs.  Their composition ``Z(x) = F_0 + sum_i
         x_i F_i`` is computed once per context and precision and reused for every input."""
-        return self._analyse()[1]
+        return self.analyse()[1]
 
-    def _analyse(self) -> tuple:
+    def analyse(self) -> tuple:
+        """The model's structure, computed once from the exact weights: ``(constant heads, affine
+        prefix length, the coordinates each layer's output depends on, silent heads, shared softmax
+        structures per layer)`` (:meth:`constant_heads` and :meth:`affine_prefix` are its first two)."""
         if self._analysis is None:
             self._analysis = _analyse(self)
         return self._analysis
@@ -306,10 +324,11 @@ def _layer_text(layer) -> str:
     return f"ffn {len(layer.W1)}"
 
 
-def _flatten(arr):
+def flatten(arr):
+    """The scalars of a weight given as nested tuples (a matrix, a vector or a number), row by row."""
     if isinstance(arr, tuple):
         for r in arr:
-            yield from _flatten(r)
+            yield from flatten(r)
     else:
         yield arr
 
@@ -333,7 +352,7 @@ class _NumericModel:
                 else:
                     self.layers.append(
                         ("ffn", mat(layer.W1), vec(layer.b1), mat(layer.W2), vec(layer.b2), conv(layer.skip),
-                         _linear_pairs(layer))
+                         linear_pairs(layer))
                     )
             emb = model.embedding
             self.base = mat(emb.base) if emb is not None else None
@@ -447,11 +466,11 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (first, stop)) or not 0 <= first <= stop <= L:
         raise ValueError(f"layer slice [{start}, {stop}) is not inside [0, {L}]")
     num = model.numeric(ctx)
-    silent = model._analyse()[3]
+    silent = model.analyse()[3]
     const = model.constant_heads() if start is None else {}
     tr = Trace() if trace else None
     readout = model.readout if stop == L else None
-    needed = _needed_rows(model) if tr is None and readout is not None else {}
+    needed = needed_rows(model) if tr is None and readout is not None else {}
     with ctx.scope():
         prefix = model.affine_prefix() if start is None and model.input == "vector" else 0
         if 0 < prefix <= stop:
@@ -490,11 +509,11 @@ def _state(ctx: Context, model: Transformer, Z) -> list:
     if len(rows) != model.width or len({len(r) for r in rows}) != 1:
         raise ValueError(f"a state must be a {model.width} x n matrix")
     exact = (int, Fraction, flint.fmpq, flint.fmpz, sympy.Basic, str)  # str: an exact number string
-    conv = lambda v: ctx.convert(v) if isinstance(v, exact) else ctx._convert_native(v)
+    conv = lambda v: ctx.convert(v) if isinstance(v, exact) else ctx.native(v)
     return [[conv(v) for v in r] for r in rows]
 
 
-def _needed_rows(model: Transformer) -> dict:
+def needed_rows(model: Transformer) -> dict:
     """``{layer: columns}`` for the layers from the last attention layer on: only the readout's
     column can reach the output (one query row of that attention, one column of the token-wise
     layers after it)."""
@@ -528,7 +547,7 @@ def _affine_prefix_value(ctx, model, num, L, x):
         if base is not ctx:
             conv = lambda M: [[ctx.convert(v) for v in row] for row in M]
             maps = (conv(maps[0]), [conv(F) for F in maps[1]])
-        cached = (maps[0], maps[1], model._analyse()[4][L - 1])
+        cached = (maps[0], maps[1], model.analyse()[4][L - 1])
         num.attention_cache[key] = cached
     F0, Fs, dep = cached
     xs = [ctx.convert(v) for v in x]
@@ -564,7 +583,7 @@ def _affine_stage_maps(ctx, model, num, L):
         _, kind, skip, tau, heads = layer
         outs = [_skip_part(ctx, skip, Z) for Z in Zs]
         shared = _shared_numeric(ctx, model, num, i, Zs[0])
-        silent = model._analyse()[3]
+        silent = model.analyse()[3]
         if shared is not None:
             product = _shared_output_ball if ctx.name == "ball" else _shared_output_columns
             for out, acc in zip(outs, product(ctx, shared, heads, Zs)):
@@ -740,16 +759,16 @@ def _shared_structure(model: Transformer, i: int):
     S = None
     layer = model.layers[i]
     if i == 0 and model.input == "vector" and isinstance(layer, Attention) and layer.kind == "softmax":
-        const, silent = model.constant_heads(), model._analyse()[3]
+        const, silent = model.constant_heads(), model.analyse()[3]
         heads = [h for h in range(len(layer.heads)) if const.get((i, h)) and (i, h) not in silent]
         S = shared_softmax.structure(layer, model.embedding.base, heads, _is_exact_zero)
         if S is not None:
-            S.value_columns = _value_columns(model, layer, S.heads)
+            S.value_columns = value_columns(model, layer, S.heads)
     model._shared[i] = S
     return S
 
 
-def _value_columns(model: Transformer, layer: Attention, heads) -> dict:
+def value_columns(model: Transformer, layer: Attention, heads) -> dict:
     """``{head: columns}``: the tokens whose values ``W_V z_k`` can be nonzero at the first layer
     (exact zeros of the embedding ``base + E x``, for every ``x``)."""
     emb = model.embedding
@@ -958,7 +977,7 @@ def _ffn(ctx, i, layer, Z, tr, cols=None):
     return out
 
 
-def _linear_pairs(layer: FeedForward) -> list[tuple[int, int]]:
+def linear_pairs(layer: FeedForward) -> list[tuple[int, int]]:
     """Hidden units (u, u') of an FFN that together compute a linear function (see ``_ffn``),
     found from the exact weights."""
     W1, b1, W2 = layer.W1, layer.b1, layer.W2
@@ -1024,7 +1043,7 @@ def _analyse(model: Transformer) -> tuple:
             hidden = [
                 [any(nz(w) and dep[c][j] for c, w in enumerate(wrow)) for j in range(n)] for wrow in layer.W1
             ]
-            paired = {u for pair in _linear_pairs(layer) for u in pair}
+            paired = {u for pair in linear_pairs(layer) for u in pair}
             affine = affine and all(u in paired or not any(hidden[u]) for u in range(len(hidden)))
             new = []
             for r, w2row in enumerate(layer.W2):

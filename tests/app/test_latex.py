@@ -14,6 +14,7 @@ import pytest
 
 from symbounds.app import latex as lx
 from symbounds.papers import shi_liao as sl
+from symbounds.papers.shi_liao import notation as nt
 
 from latex_helpers import HAVE_TEX, compile_tex, needs_tex  # noqa: E402
 
@@ -38,21 +39,31 @@ _compile = compile_tex
 
 
 def test_notation_formulas_are_sympys_formulas():
-    agree = lx.formulas_agree()
+    agree = nt.formulas_agree()
     assert set(agree) >= {"r_g", "m", "P", "M_g", "c", "S", "eta", "lambda", "M", "w_ind", "D", "d_ff"}
     assert all(agree.values()), agree
 
 
 def test_formulas_agree_can_fail(monkeypatch):
-    good = lx.notation_formulas()
+    good = nt.notation_formulas()
     bad = dict(good)
     bad["M_g"] = good["M_g"] * 2  # a wrong factor must be caught
-    monkeypatch.setattr(lx, "notation_formulas", lambda: bad)
-    assert lx.formulas_agree()["M_g"] is False
+    monkeypatch.setattr(nt, "notation_formulas", lambda: bad)
+    assert nt.formulas_agree()["M_g"] is False
+
+
+def test_the_paper_latex_hook_prints_every_formula():
+    text = nt.formulas_latex()
+    assert text.startswith(r"\begin{align*}") and text.endswith(r"\end{align*}")
+    for name, expr in nt.notation_formulas().items():  # each constant, with the formula pou prints
+        assert f"{nt.NAMES[name]} &= {nt.tex_formula(expr)}" in text
+    assert text.count(r" \\") == len(nt.notation_formulas()) - 1
+    [(title, body)] = nt.latex_sections(None, None)
+    assert "notation" in title and body == text
 
 
 def test_log_prints_without_base_quirk():
-    text = lx._tex_formula(lx.notation_formulas()["M_g"])
+    text = nt.tex_formula(nt.notation_formulas()["M_g"])
     assert r"\log" in text and r"\log{\left(2" not in text
 
 

@@ -17,7 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 from symbounds.core.bound import bound
 from symbounds.core.contexts import BallContext, ExactContext
 from symbounds.core.modelfile import model_from_json
-from symbounds.core.onnx_io import OnnxError, model_to_onnx, onnx_to_model
+from symbounds.core.onnx_export import model_to_onnx
+from symbounds.core.onnx_io import OnnxError, onnx_to_model
 from symbounds.core.transformer import forward
 from symbounds.papers.alcalde import construction as al
 from symbounds.papers.alcalde.dataset import random_dataset
@@ -284,3 +285,15 @@ def test_general_linear_skip_becomes_relu_pairs():
     with ball.scope():
         Z = forward(ball, model, [[ball.convert(Fraction(float(X[j, r]))) for j in range(n)] for r in range(D)])
     assert max(abs(float(Z[r][j].mid()) - y[j, r]) for j in range(n) for r in range(D)) < 1e-12
+
+
+def test_every_operation_of_the_table_has_its_method_and_every_method_its_operation():
+    from symbounds.core import onnx_io
+
+    methods = {m for m in vars(onnx_io._Importer) if m.startswith("op_")}
+    assert set(onnx_io._OPS.values()) == methods
+    # the operations the module docstring lists are the table's
+    for op in ("MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Softmax", "Transpose", "Reshape",
+               "Concat", "Split", "Slice", "Gather", "Constant", "Identity"):
+        assert op in onnx_io._OPS and op in onnx_io.__doc__
+    assert len(onnx_io._OPS) == 16

@@ -24,7 +24,7 @@ from symbounds.core.transformer import (
     Head,
     Readout,
     Transformer,
-    _needed_rows,
+    needed_rows,
     forward,
 )
 
@@ -153,7 +153,7 @@ def two_token_model() -> Transformer:
 def test_readout_pruning_only_after_the_last_attention():
     model = two_token_model()
     assert model.affine_prefix() == 0  # the unpaired ReLU of x: no shortcut hides the pruning
-    assert _needed_rows(model) == {1: (0,)}
+    assert needed_rows(model) == {1: (0,)}
     for x in (F(0), F(1, 3), F(1)):
         assert fr(forward(ExactContext(), two_token_model(), [x])) == x
         _, tr = forward(ExactContext(), two_token_model(), [x], trace=True)
@@ -398,6 +398,6 @@ def test_readout_pruning_stops_at_the_last_attention_behind_a_final_ffn():
     base = two_token_model()
     ident = FeedForward(W1=((0, 0, 0, 0),), b1=(0,), W2=((0,), (0,), (0,), (0,)), b2=(0, 0, 0, 0), skip=1)
     model = Transformer(layers=base.layers + (ident,), embedding=base.embedding, readout=base.readout)
-    assert _needed_rows(model) == {2: (0,), 1: (0,)}
+    assert needed_rows(model) == {2: (0,), 1: (0,)}
     for x in (F(1, 3), F(1)):
         assert fr(forward(ExactContext(), model, [x])) == x

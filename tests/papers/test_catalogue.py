@@ -287,3 +287,56 @@ def test_shi_liao_parameters_match_the_command_line():
         with pytest.raises(ValueError) as e:
             paper.instance(bad)
         assert "\n" not in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------
+# the command line reaches every construction through the Paper alone
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_prove_latex_and_plot_commands(key, catalogue, tmp_path, capsys):
+    """``symbounds prove KEY``, ``latex KEY`` and (with figures) ``plot --kind paper`` work for every
+    construction, the test-only one included, with nothing of it in ``symbounds.app``."""
+    from symbounds.app.cli import main
+
+    paper = catalogue[key]
+    assert main(["prove", key, "--example", "0"]) == 0
+    out = capsys.readouterr().out
+    inst = paper.instance(paper.example)
+    proof = paper.prove(inst)
+    for r in proof.results:  # every claim, with its verdict, in the text
+        assert f"{r.id:<5} {r.verdict:<9}" in out
+    if paper.report is not None:
+        assert paper.report(inst, proof).strip() in out
+    tex = tmp_path / f"{key}.tex"
+    assert main(["latex", key, "--example", "0", "--out", str(tex)]) == 0
+    text = tex.read_text()
+    assert paper.title.split()[0] in text and text.count(r"\item[\textbf{") == len(proof.results)
+    for title, _ in (paper.latex(inst, proof) if paper.latex is not None else []):
+        assert rf"\subsection*{{{title}}}" in text
+    if HAVE_TEX:
+        r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-1500:]
+    if paper.figures is not None:
+        png = tmp_path / f"{key}.png"
+        assert main(["plot", "--kind", "paper", "--construction", key, "--example", "0", "--out", str(png),
+                     "--quiet"]) == 0
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_paper_commands_refuse_bad_input(catalogue, tmp_path, capsys):
+    from symbounds.app.cli import main
+
+    tex = tmp_path / "t.tex"
+    for argv, words in ((["latex", "tiny", "tokens=1,x", "--out", str(tex)], "tokens"),
+                        (["latex", "tiny", "--example", "9", "--out", str(tex)], "has 2 examples"),
+                        (["latex", "tiny", "size=3", "--out", str(tex)], "unknown parameter"),
+                        (["latex", "pou", "tokens=1", "--out", str(tex)], "NAME=VALUE"),
+                        (["plot", "--kind", "paper", "--construction", "tiny", "--figure", "nope",
+                          "--out", str(tmp_path / "f.png")], "draws tokens"),
+                        (["plot", "--kind", "paper", "--out", str(tmp_path / "f.png")], "needs --construction")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+    assert not tex.exists() and not (tmp_path / "f.png").exists()

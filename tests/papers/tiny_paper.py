@@ -17,7 +17,7 @@ from typing import Mapping
 from symbounds.core.claims import Claim, Relation, conclude, decide
 from symbounds.core.contexts import ExactContext
 from symbounds.core.exact import parse_number
-from symbounds.core.paper import Paper, Parameter, Proof
+from symbounds.core.paper import Figure, Paper, Parameter, Proof
 from symbounds.core.transformer import Attention, Head, Transformer, forward
 
 PARAMETERS = (Parameter("tokens", "1/3,-2,5/7,0", "the token values x_1..x_n, comma-separated"),)
@@ -69,6 +69,26 @@ def verdicts(model: Transformer, inst: TinyInstance) -> list:
                      lhs=str(len(model.layers)), rhs="1")]
 
 
+def report(inst: TinyInstance, proof: Proof) -> str:
+    """The construction's own line after the claims: the maximum every token now holds."""
+    return f"maximum  {max(inst.tokens)} (of {len(inst.tokens)} tokens)"
+
+
+def latex(inst: TinyInstance, proof: Proof) -> list:
+    """One section in the construction's notation: the attention that picks the maximum."""
+    return [("The network", r"With $W_Q = (0\;1)$, $W_K = (1\;0)$ the score $\langle W_Q z_j, W_K z_k\rangle = x_k$ "
+             rf"does not depend on $j$: every output token is $(\max_k x_k, 1) = ({max(inst.tokens)}, 1)$.")]
+
+
+def figures(inst: TinyInstance, proof: Proof) -> list:
+    """The tokens before and after the layer (exact values, from the network itself)."""
+    ctx = ExactContext()
+    out = forward(ctx, proof.model, sample_input(inst))[0]
+    ks = list(range(1, len(inst.tokens) + 1))
+    return [Figure("tokens", "tokens before and after the layer", "k", "x_k",
+                   (("input", ks, list(inst.tokens)), ("output", ks, [Fraction(int(v.p), int(v.q)) for v in out])))]
+
+
 PAPER = Paper(
     key="tiny",
     title="The maximum of a token set in one hardmax layer",
@@ -81,4 +101,7 @@ PAPER = Paper(
     prove=prove,
     sample_input=sample_input,
     examples=({"tokens": "1/3,-2,5/7,0"}, {"tokens": "1,-1,1"}),
+    report=report,
+    latex=latex,
+    figures=figures,
 )

@@ -10,4 +10,3 @@ The construction's names are re-exported here: ``al.build``, ``al.verify``, ``al
 """
 
 from .construction import *  # noqa: F401,F403
-from .construction import _rowsets  # noqa: F401

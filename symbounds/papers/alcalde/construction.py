@@ -103,7 +103,8 @@ class Construction:
 # small exact helpers
 
 
-def _dot(a, b):
+def dot(a, b):
+    """The scalar product ``<a, b> = sum_i a_i b_i`` of two exact vectors."""
     return sum(x * y for x, y in zip(a, b))
 
 
@@ -111,7 +112,8 @@ def _add(a, b):
     return tuple(x + y for x, y in zip(a, b))
 
 
-def _sub(a, b):
+def sub(a, b):
+    """The difference ``a - b`` of two exact vectors, as a tuple."""
     return tuple(x - y for x, y in zip(a, b))
 
 
@@ -148,7 +150,7 @@ def _ff_layer(d: int, frame: _Frame, units: list) -> FeedForward:
         raise ConstructionError("more than 4 hidden units in one layer")
     for w, c, out in units:
         rows.append(tuple(frame.eta * wi for wi in w))
-        b1.append(Fraction(c) + _dot(w, frame.shift))
+        b1.append(Fraction(c) + dot(w, frame.shift))
         cols.append(out)
     if not units:  # an identity layer still needs one (silent) hidden unit
         rows, b1, cols = [(0,) * d], [0], [(0,) * d]
@@ -220,7 +222,7 @@ class _Projector:
         self.w = tuple(self.rng.randint(1, 2**20) * self.rng.choice((1, -1)) for _ in range(self.d))
         self.proj: dict = {}
         for x in self.cloud.owners:
-            s = _dot(self.w, x)
+            s = dot(self.w, x)
             self.proj[s] = self.proj.get(s, 0) + 1
         self.sorted = sorted(self.proj)
 
@@ -229,7 +231,7 @@ class _Projector:
         if self.w is None:
             self._reset()
         for _ in range(50):
-            s = _dot(self.w, p)
+            s = dot(self.w, p)
             if self.proj.get(s) == 1:
                 break
             self._reset()
@@ -242,11 +244,11 @@ class _Projector:
         if i + 1 < len(self.sorted):
             gaps.append(self.sorted[i + 1] - s)
         eps = min(gaps) if gaps else 1
-        units = _hat_units(self.w, s, eps, _sub(q, p))
+        units = _hat_units(self.w, s, eps, sub(q, p))
         # bookkeeping: p leaves, q arrives
         self.sorted.pop(i)
         del self.proj[s]
-        t = _dot(self.w, q)
+        t = dot(self.w, q)
         if t in self.proj:
             self.proj[t] += 1
         else:
@@ -316,7 +318,7 @@ def _integer_frame(ds: Dataset):
 def _choose_v(seqs, rng, d):
     def ok(v):
         for X in seqs:
-            vals = [_dot(v, x) for x in X]
+            vals = [dot(v, x) for x in X]
             top = max(vals)
             if vals.count(top) != 1:
                 return False
@@ -354,15 +356,15 @@ def _separate(cloud: _Cloud, ds: Dataset, rng, d, first_frame):
             raise ConstructionError(f"sequence {j} needs private points but shares nothing in its group")
         diff = [x for x in seqs[j] if x not in set(seqs[k])] or [x for x in seqs[k] if x not in Sj]
         p = diff[0]
-        vmax = max(_dot(v, x) for x in cloud.owners)
-        vv = _dot(v, v)
-        R = (vmax - _dot(v, p)) // vv + 1
+        vmax = max(dot(v, x) for x in cloud.owners)
+        vv = dot(v, v)
+        R = (vmax - dot(v, p)) // vv + 1
         q = _add(p, _scale(R, v))
         ff = _ff_layer(d, frame, proj.hat(p, q))
         frame = _Frame(1, (0,) * d)
         cloud.move(p, q)
         # SA: every token + gamma * (its sequence's v-maximum)
-        tops = [max(X, key=lambda x: _dot(v, x)) for X in seqs]
+        tops = [max(X, key=lambda x: dot(v, x)) for X in seqs]
         gamma = 1
         while True:
             new = [[_add(x, _scale(gamma, tops[j2])) for x in X] for j2, X in enumerate(seqs)]
@@ -413,7 +415,7 @@ def build_core(ds: Dataset, rng: random.Random):
         to_int = {p: tuple(int(v * D) + t for v, t in zip(p, shift)) for pts in chosen for p in pts}
     else:
         to_int = {p: p for pts in chosen for p in pts}
-    box2 = max(_dot(x, x) for x in cloud.owners)
+    box2 = max(dot(x, x) for x in cloud.owners)
     Bn = math.isqrt(box2) + 1  # every box token has norm < Bn
     Y = max(_frac_ceil(abs(v)) for Yj in ds.targets for y in Yj for v in y) + 1  # |y_k| < Y coordinatewise
     Ynorm = Y * math.isqrt(d) + Y  # > |y| for every target
@@ -480,11 +482,11 @@ def build(ds: Dataset, variant: str = "plain", seed: int = 0) -> Construction:
             units = []
             for p, y in batch:
                 u = exposers[p]
-                top = _dot(u, p)
-                theta = max((_dot(u, q) for q in cur if q != p), default=top - 1)
+                top = dot(u, p)
+                theta = max((dot(u, q) for q in cur if q != p), default=top - 1)
                 if not top > theta:
                     raise ConstructionError("a collapsed point is not exposed")
-                units.append((u, -theta, _scale(Fraction(1, top - theta), _sub(y, p))))
+                units.append((u, -theta, _scale(Fraction(1, top - theta), sub(y, p))))
             for p, y in batch:
                 _relocate(cur, p, y)
             layers += [_ff_layer(d, frame, units), identity_attention(d)]
@@ -531,10 +533,10 @@ def _hat_for(cur: dict, p, y, rng, d) -> list:
     others = [q for q in cur if q != p]
     for attempt in range(100):
         w = tuple(rng.randint(-2**12, 2**12) for _ in range(d)) if attempt else (1,) + (0,) * (d - 1)
-        s = _dot(w, p)
-        gaps = [abs(_dot(w, q) - s) for q in others]
+        s = dot(w, p)
+        gaps = [abs(dot(w, q) - s) for q in others]
         if all(g != 0 for g in gaps):
-            return _hat_units(w, s, min(gaps, default=1), _sub(y, p))
+            return _hat_units(w, s, min(gaps, default=1), sub(y, p))
     raise ConstructionError("no direction separates the point")
 
 

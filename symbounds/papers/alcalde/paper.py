@@ -55,4 +55,12 @@ def prove(inst: InterpInstance, **options) -> Proof:
     return Proof(res.claims, res.model, {"result": res})
 
 
-PAPER = Paper(**DATA, instance=instance, build=_build, prove=prove, sample_input=sample_input)
+def report(inst, proof: Proof) -> str:
+    """``prove alcalde``'s line after the claims: the network's size and whether it interpolates."""
+    res = proof.extra["result"]
+    ds = res.dataset
+    return (f"{res.options.attention}: N = {ds.N} sequences in R^{ds.d}, {res.sizes.get('blocks')} blocks, "
+            f"width {res.sizes.get('width')}; exact interpolation: {'yes' if res.exact else 'no'}")
+
+
+PAPER = Paper(**DATA, instance=instance, build=_build, prove=prove, sample_input=sample_input, report=report)

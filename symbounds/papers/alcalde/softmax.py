@@ -59,7 +59,7 @@ def _line_and_snap(ds: Dataset, leaders, sphere, rng):
             owner.append(j)
     for attempt in range(200):
         w = tuple(rng.randint(1, 2**10) for _ in range(d)) if attempt else (1,) * d
-        proj = [al._dot(w, c) for c in centres]
+        proj = [al.dot(w, c) for c in centres]
         if len(set(proj)) == len(proj):
             break
     else:
@@ -85,7 +85,7 @@ def _line_and_snap(ds: Dataset, leaders, sphere, rng):
         s0 = tuple(v / delta for v in G_alpha)
         s1 = tuple(Fraction(-1 if r == 0 else 0) for r in range(d))
         s2 = tuple(-v / delta for v in G_beta)
-        Ws = [s0, al._sub(s1, s0), al._sub(s2, s1), tuple(-v for v in s2)]
+        Ws = [s0, al.sub(s1, s0), al.sub(s2, s1), tuple(-v for v in s2)]
         bks = [alpha - delta, alpha, beta, beta + delta]
         ff = FeedForward(tuple(e1 for _ in range(4)), tuple(-b for b in bks),
                          tuple(tuple(Ws[k][r] for k in range(4)) for r in range(d)), (0,) * d, 1)

@@ -15,7 +15,7 @@ module finds the largest ``tau`` at which the certificate still holds:
 * **undecided** otherwise.  An undecided temperature is never a pass: for the search it counts as
   a failure (so ``tau*`` stays a certified pass) and it is listed.
 
-Search.  From ``tau_0 = 1/64`` the temperature doubles while it passes (it halves while ``tau_0``
+Search (:func:`symbounds.core.threshold.find_threshold`, upwards).  From ``tau_0 = 1/64`` the temperature doubles while it passes (it halves while ``tau_0``
 fails), giving a passing ``lo`` and a non-passing ``hi = 2 lo``; exact dyadic midpoints bisect the
 bracket until ``hi <= lo (1 + R)`` (``R`` the relative resolution).  ``tau* = lo`` is then a
 certified pass and the step above, ``tau* (1 + R)``, is evaluated itself: a certified failure
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ...core.exact import decimal
+from ...core.threshold import FAIL, PASS, UNDECIDED, find_threshold
 from .dataset import Dataset
 from .softmax import build_softmax, certify_softmax
 
@@ -42,9 +43,6 @@ __all__ = ["TAU_CONSTRUCTION", "TauOptions", "TauOutcome", "TauTightened", "eval
 
 #: The temperature the construction uses (``build_softmax``'s default).
 TAU_CONSTRUCTION = Fraction(1, 64)
-
-PASS, FAIL, UNDECIDED = "pass", "fail", "undecided"
-
 
 @dataclass
 class TauOptions:
@@ -134,101 +132,37 @@ def evaluate_tau(ds: Dataset, tau: Fraction, opts: TauOptions | None = None) -> 
     return TauOutcome(Fraction(tau), status, x1, i1, overall, note, info.get("prec"), time.perf_counter() - t0)
 
 
-class _Budget(Exception):
-    pass
-
-
 def tighten_tau(ds: Dataset, opts: TauOptions | None = None, progress=None) -> TauTightened:
     """The largest certified temperature ``tau*`` (module docstring).  ``progress(done, total,
     label)`` is called after each evaluation (``total`` an estimate)."""
     opts = opts or TauOptions()
     t0 = time.perf_counter()
-    R = opts.resolution
-    cache: dict = {}
-    order: list = []
+    count = [0]
 
     def ev(tau) -> TauOutcome:
-        tau = Fraction(tau)
-        if tau in cache:
-            return cache[tau]
-        if len(cache) >= opts.max_evaluations:
-            raise _Budget()
-        o = evaluate_tau(ds, tau, opts)
-        cache[tau] = o
-        order.append(o)
+        o = evaluate_tau(ds, Fraction(tau), opts)
+        count[0] += 1
         if progress is not None:
-            progress(len(cache), max(len(cache) + 1, 40), "tau")
+            progress(count[0], max(count[0] + 1, 40), "tau")
         return o
 
-    res = TauTightened(TAU_CONSTRUCTION, None)
-    try:
-        res.construction_outcome = ev(TAU_CONSTRUCTION)
-        _search(res, ev, cache, R, opts)
-    except _Budget:
-        res.note = (res.note + " " if res.note else "") + f"stopped after {opts.max_evaluations} evaluations"
-    scanned = {id(o) for o in res.scan}
-    res.bisection = [o for o in order if id(o) not in scanned and o is not res.construction_outcome]
-    res.undecided = sorted((o for o in order if o.status == UNDECIDED), key=lambda o: o.tau)
-    res.evaluations = len(cache)
+    t = find_threshold(ev, [TAU_CONSTRUCTION], direction=+1, resolution=opts.resolution,
+                       further=lambda tau: tau * 2, back=lambda tau: tau / 2, max_scan=opts.max_doublings,
+                       max_evaluations=opts.max_evaluations)
+    res = TauTightened(TAU_CONSTRUCTION, t.tried.get(TAU_CONSTRUCTION))
+    res.scan, res.flips, res.bisection = t.scan, t.flips, t.later
+    res.tau_star, res.star_outcome = t.best, t.best_outcome
+    res.above, res.above_outcome = t.step, t.step_outcome
+    res.note = {
+        "no-pass": f"no temperature passes down to tau_0 / 2^{opts.max_doublings}",
+        "scan-end": f"still passes after {opts.max_doublings} doublings",
+        "step-undecided": "the step above tau* is undecided (neither a certified pass nor a certified failure)",
+        "budget": f"stopped after {opts.max_evaluations} evaluations",
+    }.get(t.reason, "")
+    res.undecided = sorted(t.undecided, key=lambda o: o.tau)
+    res.evaluations = len(t.tried)
     res.seconds = time.perf_counter() - t0
     return res
-
-
-def _search(res: TauTightened, ev, cache: dict, R: Fraction, opts: TauOptions) -> None:
-    # 1. doublings from the construction's temperature (halvings when it does not pass)
-    o = res.construction_outcome
-    res.scan = [o]
-    if o.status == PASS:
-        lo = o.tau
-        for _ in range(opts.max_doublings):
-            o = ev(lo * 2)
-            res.scan.append(o)
-            if o.status != PASS:
-                break
-            lo = o.tau
-        else:
-            res.tau_star, res.star_outcome = lo, cache[lo]
-            res.note = f"still passes after {opts.max_doublings} doublings"
-            return
-    else:
-        hi = o.tau
-        for _ in range(opts.max_doublings):
-            o = ev(hi / 2)
-            res.scan.append(o)
-            if o.status == PASS:
-                break
-            hi = o.tau
-        else:
-            res.note = f"no temperature passes down to tau_0 / 2^{opts.max_doublings}"
-            return
-        lo = o.tau
-    for upper, lower in zip(res.scan, res.scan[1:]):  # a scan going down: a fail above a pass is no flip
-        if lower.tau > upper.tau and lower.status == PASS and upper.status != PASS:
-            res.flips.append((upper, lower))
-    # 2. bisection, then the step above, until the step above does not pass
-    while True:
-        hi = min((t for t, o in cache.items() if t > lo and o.status != PASS), default=None)
-        if hi is None:  # every value above lo that was tried passes: double again
-            t = lo
-            while ev(t * 2).status == PASS:
-                t *= 2
-            lo, hi = t, t * 2
-        while hi > lo * (1 + R):
-            mid = (lo + hi) / 2
-            if ev(mid).status == PASS:
-                lo = mid
-            else:
-                hi = mid
-        above = lo * (1 + R)
-        oa = ev(above)
-        if oa.status != PASS:
-            res.tau_star, res.star_outcome = lo, cache[lo]
-            res.above, res.above_outcome = above, oa
-            if oa.status == UNDECIDED:
-                res.note = "the step above tau* is undecided (neither a certified pass nor a certified failure)"
-            return
-        res.flips.append((cache.get(hi, oa), oa))
-        lo = above
 
 
 # ------------------------------------------------------------------------------------------

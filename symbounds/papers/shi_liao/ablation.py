@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import sympy
 
-from .constants import _ceiling_exact, _exact, grid_ratio, params_dense_of, r_g_of
+from .constants import ceiling_exact, exact_rational, grid_ratio, params_dense_of, r_g_of
 from .manifolds import manifold as mf
 
 __all__ = ["params_dense", "cube_P", "net_count", "ablation_row", "sweep", "slope"]
@@ -36,8 +36,8 @@ def params_dense(P: int, inputs: int) -> int:
 
 def cube_P(D: int, eps, C_H, alpha=1) -> int:
     """``m^D`` with ``m = ceil(sqrt(D)/(2 r))``, ``r = (eps/(4 C_H))^{1/alpha}`` (exact ceiling)."""
-    eps, C_H, alpha = (_exact(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
-    return _ceiling_exact(grid_ratio(D, r_g_of(eps, C_H, alpha))) ** D
+    eps, C_H, alpha = (exact_rational(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
+    return ceiling_exact(grid_ratio(D, r_g_of(eps, C_H, alpha))) ** D
 
 
 def net_count(man: mf.Manifold, r: float) -> int:
@@ -68,7 +68,7 @@ def net_count(man: mf.Manifold, r: float) -> int:
 def ablation_row(name: str, eps, C_H, alpha=1, ambient: int | None = None) -> dict:
     """P, parameter counts and the paper's orders for the manifold net and the ambient cube."""
     man = mf.make_manifold(name, ambient)
-    eps, C_H, alpha = (_exact(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
+    eps, C_H, alpha = (exact_rational(v, w) for v, w in ((eps, "eps"), (C_H, "C_H"), (alpha, "alpha")))
     r = (eps / (8 * C_H)) ** (1 / alpha)
     P_man = net_count(man, float(r))
     Db, d = man.ambient, man.d
@@ -87,7 +87,7 @@ def ablation_row(name: str, eps, C_H, alpha=1, ambient: int | None = None) -> di
 def sweep(name: str, C_H, alpha=1, ambient: int | None = None, ks=range(1, 11)) -> list[tuple]:
     """``(eps, P_manifold, P_cube)`` at ``eps = 2^-k`` (``eps < 1``)."""
     man = mf.make_manifold(name, ambient)
-    C_H, alpha = _exact(C_H, "C_H"), _exact(alpha, "alpha")
+    C_H, alpha = exact_rational(C_H, "C_H"), exact_rational(alpha, "alpha")
     out = []
     for k in ks:
         eps = sympy.Rational(1, 2**k)

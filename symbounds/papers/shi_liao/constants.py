@@ -92,7 +92,7 @@ def _in_range(v: Rational, what: str) -> None:
         raise ValueError(f"{what}: {str(v)[:40]} is written with too many digits (limit {LIMIT_BITS} bits)")
 
 
-def _exact(v, what: str) -> Rational:
+def exact_rational(v, what: str) -> Rational:
     """An exact SymPy Rational from an int, Fraction, SymPy Rational or a string ('1/2', '0.1')."""
     if isinstance(v, float):
         raise TypeError(f"{what}: a float is not exact; pass a string such as '0.1' or a Fraction")
@@ -125,7 +125,7 @@ class Instance:
             v = getattr(self, name)
             if v is None:
                 continue
-            object.__setattr__(self, name, _exact(v, name))
+            object.__setattr__(self, name, exact_rational(v, name))
             _in_range(getattr(self, name), {"C_H": "holder", "B": "bound", "M_g": "Mg"}.get(name, name))
         if not (0 < self.alpha <= 1):
             raise ValueError(f"alpha must lie in (0, 1], got {self.alpha}")
@@ -412,7 +412,7 @@ def _tex_decimal(text: str) -> str:
     return mant if not exp else rf"{mant} \times 10^{{{int(exp)}}}"
 
 
-def _ceiling_exact(expr) -> int:
+def ceiling_exact(expr) -> int:
     """ceil(expr) for a positive algebraic SymPy number, checked against an Arb enclosure."""
     from ...core.contexts import BallContext
 
@@ -448,7 +448,7 @@ def constants(inst: Instance) -> Constants:
     d, alpha, C_H, eps = inst.d, inst.alpha, inst.C_H, inst.eps
     r_g = r_g_of(eps, C_H, alpha)
     _grid_fits(grid_ratio(d, r_g), d)
-    m = _ceiling_exact(grid_ratio(d, r_g))
+    m = ceiling_exact(grid_ratio(d, r_g))
     P = m**d
     if P > MAX_TOKENS:
         raise ValueError(

@@ -13,6 +13,7 @@ from .certificate import rebuild
 from .constants import Instance, constants
 from .construction import build
 from .manifolds.manifold import ManifoldInstance, manifold_instance
+from .notation import latex_sections
 from .run import PouOptions, run
 
 __all__ = ["PAPER"]
@@ -82,4 +83,12 @@ def prove(inst: Instance | ManifoldInstance, **options) -> Proof:
     return Proof(res.claims, res.model, {"result": res})
 
 
-PAPER = Paper(**DATA, instance=instance, build=_build, prove=prove, sample_input=sample_input, rebuild=rebuild)
+def report(inst, proof: Proof) -> str:
+    """``prove shi_liao``'s line after the claims: the grid's tokens and the measured error."""
+    res = proof.extra["result"]
+    return (f"tokens P = {res.K.P}; max |T(x) - g(x)| over {res.samples} sample points in {res.max_error} "
+            f"({res.prec} bits)")
+
+
+PAPER = Paper(**DATA, instance=instance, build=_build, prove=prove, sample_input=sample_input, rebuild=rebuild,
+              report=report, latex=latex_sections)

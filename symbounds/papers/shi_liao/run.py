@@ -18,7 +18,10 @@ from ...core.contexts import BallContext, FPContext, MPContext
 from ...core.expr import variables
 from ...core.fpcompare import compare_claims, compare_quantities, named_quantities
 from ...core.transformer import forward
-from .. import shi_liao as sl
+from .claims import decide_exactly, sample_points, symbolic_claims
+from .claims import measure as measure_claims
+from .constants import MAX_TRACED_TOKENS, Constants, Instance, constants
+from .construction import build
 
 __all__ = ["PouOptions", "PouResult", "run", "constants_json"]
 
@@ -42,8 +45,8 @@ class PouOptions:
 
 @dataclass
 class PouResult(HasVerdict):
-    instance: sl.Instance
-    K: sl.Constants
+    instance: Instance
+    K: Constants
     model: object
     claims: list[ClaimResult]
     prec: int
@@ -83,7 +86,7 @@ class PouResult(HasVerdict):
 
 
 
-def constants_json(K: sl.Constants, model, ctx: BallContext) -> dict:
+def constants_json(K: Constants, model, ctx: BallContext) -> dict:
     """Every constant as a decimal string (exact ``p/q`` when rational), at ``ctx``'s precision."""
     env = model.definition_values(ctx)
     out = {}
@@ -140,14 +143,14 @@ def run(inst, opts: PouOptions | None = None, progress=None, whole_progress=None
     """
     opts = opts or PouOptions()
     t0 = time.perf_counter()
-    on_cube = isinstance(inst, sl.Instance)
-    K = sl.constants(inst) if on_cube else inst.constants()
-    if K.P > sl.MAX_TRACED_TOKENS:
-        raise ValueError(f"P = {K.P} tokens: pou measures the claims up to P = {sl.MAX_TRACED_TOKENS}")
-    model = sl.build(K)
+    on_cube = isinstance(inst, Instance)
+    K = constants(inst) if on_cube else inst.constants()
+    if K.P > MAX_TRACED_TOKENS:
+        raise ValueError(f"P = {K.P} tokens: pou measures the claims up to P = {MAX_TRACED_TOKENS}")
+    model = build(K)
     t_build = time.perf_counter() - t0
     if on_cube:
-        points = sl.sample_points(inst.d, opts.grid, opts.points, opts.seed)
+        points = sample_points(inst.d, opts.grid, opts.points, opts.seed)
     else:
         points = inst.sample_points(opts.points, opts.seed)
     points += [tuple(p) for p in opts.at]
@@ -156,17 +159,15 @@ def run(inst, opts: PouOptions | None = None, progress=None, whole_progress=None
         tick = None
         if progress is not None:
             tick = lambda i: progress(i, len(points), ctx.prec)
-        return sl.measure(ctx, K, model, points, assumptions=opts.assumptions, tick=tick)
+        return measure_claims(ctx, K, model, points, assumptions=opts.assumptions, tick=tick)
 
     t1 = time.perf_counter()
-    sym = [decide(BallContext(opts.prec), m) for m in sl.symbolic_claims(K)]
+    sym = [decide(BallContext(opts.prec), m) for m in symbolic_claims(K)]
     results, last, prec = escalate(
-        measure, opts.prec, opts.max_prec, exact=lambda cid: sl.decide_exactly(K, model, cid)
+        measure, opts.prec, opts.max_prec, exact=lambda cid: decide_exactly(K, model, cid)
     )
     # keep only the last precision's numbers in memory
-    for key in list(model._numeric_cache):
-        if key != ("ball", prec):
-            del model._numeric_cache[key]
+    model.keep_numeric_only(("ball", prec))
     t_ball = time.perf_counter() - t1
     ball = BallContext(prec)
     l7 = next(m for m in last if m.id == "L7")

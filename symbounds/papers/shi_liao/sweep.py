@@ -16,7 +16,7 @@ import time
 from fractions import Fraction
 
 from ...core.exact import arb_to_fraction, decimal_up
-from .. import shi_liao as sl
+from .constants import MAX_TRACED_TOKENS, Instance, constants
 
 __all__ = ["COLUMNS", "run_instance", "sweep", "write_table", "json_twin", "table_text"]
 
@@ -43,7 +43,7 @@ def run_instance(spec: dict) -> dict:
     from .run import PouOptions, run
 
     t0 = time.perf_counter()
-    inst = sl.Instance(d=spec["d"], alpha=spec["alpha"], C_H=spec["holder"], B=spec["bound"], eps=spec["eps"],
+    inst = Instance(d=spec["d"], alpha=spec["alpha"], C_H=spec["holder"], B=spec["bound"], eps=spec["eps"],
                        target=spec["target"])
     res = run(inst, PouOptions(points=spec.get("points", 8)))
     verdict = str(res.verdict)
@@ -79,11 +79,11 @@ def sweep(eps_list, d_list, targets, alpha="1", holder="2", bound="2", points=8,
                 specs.append({"d": d, "alpha": alpha, "holder": holder, "bound": bound, "eps": eps,
                               "target": target, "points": points, "certify": certify})
     for s in specs:  # fail fast, before any work, on an instance that cannot be built
-        inst = sl.Instance(d=s["d"], alpha=s["alpha"], C_H=s["holder"], B=s["bound"], eps=s["eps"], target=s["target"])
+        inst = Instance(d=s["d"], alpha=s["alpha"], C_H=s["holder"], B=s["bound"], eps=s["eps"], target=s["target"])
         inst.target_expr()
-        K = sl.constants(inst)  # the grid size limit and a target that is real at the centres
-        if K.P > sl.MAX_TRACED_TOKENS:
-            raise ValueError(f"d = {s['d']}, eps = {s['eps']}: P = {K.P} tokens, above the {sl.MAX_TRACED_TOKENS} "
+        K = constants(inst)  # the grid size limit and a target that is real at the centres
+        if K.P > MAX_TRACED_TOKENS:
+            raise ValueError(f"d = {s['d']}, eps = {s['eps']}: P = {K.P} tokens, above the {MAX_TRACED_TOKENS} "
                              "whose claims a sweep measures")
     rows = []
     if workers > 1:

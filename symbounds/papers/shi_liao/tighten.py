@@ -26,15 +26,16 @@ The grid has no ``proof`` criterion: ``m`` is defined by the covering claim E0 a
 Hoelder budget E1 (``C_H (2 r)^alpha <= eps/2`` with ``r = sqrt(d)/(2m)`` holds exactly when
 ``m >= sqrt(d)/(2 r_g)``), so every coarser grid refutes the budget by arithmetic alone.
 
-Search.  Certified-ness need not be monotone in a constant, so the values ``v_0 / 2^k``
-(``v_0`` the derived value rounded up, ``k = 1..scan``) are tried first; the lowest passing
-value of that scan and the failing one below it form the bracket that is bisected (midpoints
-rounded to short decimals) until the two ends are within the relative resolution ``R``.
-The reported minimum ``v`` is a certified pass and ``v (1 - R)`` (the grid: ``m - 1``) is then
-evaluated itself: a certified failure with its evidence (the refuted claim, or a counterexample
-point whose ball error exceeds ``eps``) ends the search; a pass there is a non-monotone flip and
-the search continues below it.  An undecided value is never a pass: it counts as a failure for
-the bisection (so the minimum stays a certified pass) and is listed.
+Search (:func:`symbounds.core.threshold.find_threshold`, downwards).  Certified-ness need not be
+monotone in a constant, so the values ``v_0 / 2^k`` (``v_0`` the derived value rounded up,
+``k = 1..scan``) are tried first; the lowest passing value of that scan and the failing one below
+it form the bracket that is bisected (midpoints rounded to short decimals) until the two ends are
+within the relative resolution ``R``.  The reported minimum ``v`` is a certified pass and
+``v (1 - R)`` (the grid: ``m - 1``) is then evaluated itself: a certified failure with its
+evidence (the refuted claim, or a counterexample point whose ball error exceeds ``eps``) ends the
+search; a pass there is a non-monotone flip and the search continues below it.  An undecided
+value is never a pass: it counts as a failure for the bisection (so the minimum stays a certified
+pass) and is listed.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from ...core.claims import Scope, decide
 from ...core.contexts import BallContext
 from ...core.exact import decimal_up
 from ...core.modelfile import model_to_json
+from ...core.threshold import FAIL, PASS, UNDECIDED, find_threshold
 from .certificate import certify_instance
 from .claims import measure_assumptions
 from .constants import SYM, Instance, constants, constants_from
@@ -66,9 +68,6 @@ __all__ = ["CONSTANTS", "CRITERIA", "TightenOptions", "Outcome", "Tightened", "t
 #: The constants that can be tightened and the criteria that have a meaning for each.
 CONSTANTS = ("M", "Mg", "grid")
 CRITERIA = {"M": ("proof", "domain"), "Mg": ("proof", "domain"), "grid": ("domain",)}
-
-PASS, FAIL, UNDECIDED = "pass", "fail", "undecided"
-
 
 @dataclass
 class TightenOptions:
@@ -305,110 +304,57 @@ def tighten(inst: Instance, constant: str, criterion: str, opts: TightenOptions 
     integer = constant == "grid"
     R = opts.resolution
     paper, paper_text = paper_value(inst, constant)
-    cache: dict = {}
     count = [0]
     estimate = 1 + opts.scan + 2 * max(1, math.ceil(math.log2(1 / float(R)) + 4))
 
     def ev(v) -> Outcome:
-        if v in cache:
-            return cache[v]
-        if count[0] >= opts.max_evaluations:
-            raise _Budget()
         out = evaluate(inst, constant, criterion, v, opts)
-        cache[v] = out
         count[0] += 1
         if progress is not None:
             progress(count[0], max(estimate, count[0] + 1), f"{constant} {criterion}")
         return out
 
     res = Tightened(constant, criterion, paper, paper_text, None)
-    try:
-        res.paper_outcome = ev(None)
-        _search(res, ev, cache, paper, integer, R, opts)
-    except _Budget:
-        res.note = (res.note + " " if res.note else "") + f"stopped after {opts.max_evaluations} evaluations"
-    scanned = {o.value for o in res.scan}
-    res.bisection = [o for v, o in cache.items() if v is not None and v not in scanned]
-    res.evaluations = len(cache)
-    res.undecided = [o for v, o in cache.items() if v is not None and o.status == UNDECIDED]
-    res.undecided.sort(key=lambda o: o.value, reverse=True)
+    if opts.max_evaluations < 1:
+        res.note = f"stopped after {opts.max_evaluations} evaluations"
+        return res
+    res.paper_outcome = ev(None)
+    if integer:
+        first, further = _grid_scan(int(paper), opts.max_scan), (lambda m: m // 2)
+    else:
+        v0 = round_sig(paper, 6, up=True)
+        first = [v0] + [round_sig(v0 / 2**k, 4) for k in range(1, opts.scan + 1)]
+        further = lambda v: round_sig(v / 2, 4)  # noqa: E731
+    t = find_threshold(ev, first, direction=-1, resolution=R, further=further, integer=integer,
+                       midpoint=None if integer else _between, limit=2 if integer else None,
+                       max_scan=opts.max_scan, max_evaluations=opts.max_evaluations - 1)
+    res.scan, res.flips, res.bisection = t.scan, t.flips, t.later
+    res.minimum, res.minimum_outcome = t.best, t.best_outcome
+    res.below, res.below_outcome = t.step, t.step_outcome
+    res.note = {
+        "no-pass": "no value of the scan passes, the rounded derived value included",
+        "scan-end": "still passes at the lowest value tried",
+        "limit": "the coarsest grid (m = 2) passes",
+        "step-undecided": "the value one step below the minimum is undecided (neither certified pass nor fail)",
+        "budget": f"stopped after {opts.max_evaluations} evaluations",
+    }.get(t.reason, "")
+    res.evaluations = 1 + len(t.tried)
+    res.undecided = sorted(t.undecided, key=lambda o: o.value, reverse=True)
     res.seconds = time.perf_counter() - t0
     return res
 
 
-class _Budget(Exception):
-    pass
-
-
-def _search(res: Tightened, ev, cache: dict, paper: Fraction, integer: bool, R: Fraction,
-            opts: TightenOptions) -> None:
-    # 1. the logarithmic scan
-    if integer:
-        v0 = int(paper)
-        values = [v0]
-        k = 1
-        while v0 >> k >= 2 and k <= opts.max_scan:
-            if (v0 >> k) != values[-1]:
-                values.append(v0 >> k)
-            k += 1
-        if values[-1] > 2:
-            values.append(2)
-    else:
-        v0 = round_sig(paper, 6, up=True)
-        values = [v0] + [round_sig(v0 / 2**k, 4) for k in range(1, opts.scan + 1)]
-    scan = [ev(v) for v in values]
-    # a scan that still passes at its floor goes on halving (the grid stops at m = 2)
-    while not integer and scan[-1].status == PASS and len(scan) <= opts.max_scan:
-        scan.append(ev(round_sig(scan[-1].value / 2, 4)))
-    res.scan = scan
-    for upper, lower in itertools.pairwise(scan):
-        if upper.status != PASS and lower.status == PASS:
-            res.flips.append((upper, lower))
-    passing = [i for i, o in enumerate(scan) if o.status == PASS]
-    if not passing:
-        res.note = "no value of the scan passes, the rounded derived value included"
-        return
-    p = passing[-1]
-    if p == len(scan) - 1:
-        res.minimum, res.minimum_outcome = scan[p].value, scan[p]
-        res.note = "the coarsest grid (m = 2) passes" if integer else "still passes at the lowest value tried"
-        return
-    hi, lo = scan[p].value, scan[p + 1].value
-    # 2. bisection, then the step below the candidate minimum, until that step fails
-    while True:
-        while (hi - 1 > lo) if integer else (hi * (1 - R) > lo):
-            mid = (hi + lo) // 2 if integer else _between(lo, hi)
-            o = ev(mid)
-            if o.status == PASS:
-                hi = mid
-            else:
-                lo = mid
-        below = hi - 1 if integer else hi * (1 - R)
-        if integer and below < 2:
-            res.minimum, res.minimum_outcome = hi, ev(hi)
-            res.note = "the coarsest grid (m = 2) passes"
-            return
-        ob = ev(below)
-        if ob.status != PASS:
-            res.minimum, res.minimum_outcome = hi, ev(hi)
-            res.below, res.below_outcome = below, ob
-            if ob.status == UNDECIDED:
-                res.note = "the value one step below the minimum is undecided (neither certified pass nor fail)"
-            return
-        # a pass one step below: non-monotone; go on below it
-        res.flips.append((ev(lo), ob))  # lo failed, the step below it passes
-        hi = below
-        lower = [v for v, o in cache.items() if v is not None and v < hi and o.status != PASS]
-        if lower:
-            lo = max(lower)
-        else:
-            lo = hi // 2 if integer else round_sig(hi / 2, 4)
-            while ev(lo).status == PASS:
-                if integer and lo <= 2:
-                    res.minimum, res.minimum_outcome = lo, ev(lo)
-                    res.note = "the coarsest grid (m = 2) passes"
-                    return
-                hi, lo = lo, (lo // 2 if integer else round_sig(lo / 2, 4))
+def _grid_scan(v0: int, max_scan: int) -> list[int]:
+    """``m_0, m_0 / 2, m_0 / 4, ...`` (integer halvings, each once) down to the coarsest grid, 2."""
+    values = [v0]
+    k = 1
+    while v0 >> k >= 2 and k <= max_scan:
+        if (v0 >> k) != values[-1]:
+            values.append(v0 >> k)
+        k += 1
+    if values[-1] > 2:
+        values.append(2)
+    return values
 
 
 def tighten_all(inst: Instance, what: list[str], criteria: list[str], opts: TightenOptions | None = None,

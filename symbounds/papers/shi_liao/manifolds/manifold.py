@@ -56,8 +56,7 @@ from sympy import Integer, Rational
 from ....core.contexts import BallContext, Context
 from ....core.exact import as_fraction as _F
 from ....core.expr import parse_target
-from ... import shi_liao as sl
-from ..constants import _exact
+from ..constants import MAX_TOKENS, Constants, Instance, constants_from, exact_rational, sinpi
 from .claims import ManifoldDomain
 
 __all__ = ["Manifold", "ManifoldDomain", "ManifoldInstance", "manifold_instance", "instance_from_args", "make_manifold", "cayley", "NAMES", "KAPPA",
@@ -269,7 +268,7 @@ class Manifold:
         nb = max(1, math.ceil((1 - 2 * float(a)) * math.pi * float(rho) / (math.sqrt(2) * rr)))
         w = (1 - 2 * a) / nb
         R = Rational(rho.numerator, rho.denominator)
-        cap = 2 * R * sl.sinpi(Rational(a.numerator, 2 * a.denominator))
+        cap = 2 * R * sinpi(Rational(a.numerator, 2 * a.denominator))
         cells = [((Fraction(0), Fraction(0), rho), None, cap), ((Fraction(0), Fraction(0), -rho), None, cap)]
         for b in range(nb):
             lo, hi = a + b * w, a + (b + 1) * w
@@ -277,7 +276,7 @@ class Manifold:
                 S, Sf = Integer(1), 1.0
             else:
                 e = hi if hi < Fraction(1, 2) else lo
-                S, Sf = sl.sinpi(Rational(e.numerator, e.denominator)), math.sin(math.pi * float(e))
+                S, Sf = sinpi(Rational(e.numerator, e.denominator)), math.sin(math.pi * float(e))
             nphi = max(2, math.ceil(math.pi * Sf * float(rho) * math.sqrt(2) / rr))
             lip = R * sympy.sqrt((pi * Rational(w.numerator, 2 * w.denominator)) ** 2 + (S * pi / nphi) ** 2)
             th = (lo + hi) / 2
@@ -334,7 +333,7 @@ def make_manifold(name: str, ambient: int | None = None, radius=None) -> Manifol
         raise ValueError(f"ambient dimension {ambient} is below the {n0} that the {name} needs")
     if ambient > 64:
         raise ValueError(f"ambient dimension {ambient} is above the limit 64")
-    rho = _DEFAULT_RADIUS[name] if radius is None else _exact(radius, "radius")
+    rho = _DEFAULT_RADIUS[name] if radius is None else exact_rational(radius, "radius")
     if rho <= 0:
         raise ValueError(f"the radius must be positive, got {rho}")
     radii = {"circle": (rho,), "sphere": (rho,), "torus": (rho, rho), "curve": (rho, rho / 6, rho / 6)}[name]
@@ -396,7 +395,7 @@ class ManifoldInstance:
     Lipschitz constant of the default target (``None`` for a user target)."""
 
     man: Manifold
-    inst: sl.Instance
+    inst: Instance
     lipschitz: sympy.Expr | None = None
     _K: object = field(default=None, repr=False)
 
@@ -412,16 +411,16 @@ class ManifoldInstance:
         d, a = self.man.d, self.inst.alpha
         return self.man.C_M() * (16 * self.inst.C_H) ** (d / a) * self.inst.eps ** (-d / a)
 
-    def constants(self) -> sl.Constants:
+    def constants(self) -> Constants:
         if self._K is None:
             r_g = self.r_g()
             cells = self.man.net(r_g)
-            if len(cells) > sl.MAX_TOKENS:
-                raise ValueError(f"the net needs P = {len(cells)} tokens, above the limit {sl.MAX_TOKENS}; "
+            if len(cells) > MAX_TOKENS:
+                raise ValueError(f"the net needs P = {len(cells)} tokens, above the limit {MAX_TOKENS}; "
                                  "raise eps or lower the Hoelder constant")
             centres = [self.man.embed(c) for c, _, _ in cells]
             dom = ManifoldDomain(self.man, cells)
-            self._K = sl.constants_from(self.inst, centres, r_g, self.P_paper(), domain=dom)
+            self._K = constants_from(self.inst, centres, r_g, self.P_paper(), domain=dom)
         return self._K
 
     def sample_points(self, n_random: int = 8, seed: int = 0) -> list[tuple]:
@@ -454,7 +453,7 @@ class ManifoldInstance:
         """``x`` (exact rationals, ``D̄`` of them) if it lies on M exactly; else ``ValueError``."""
         if len(x) != self.man.ambient:
             raise ValueError(f"a point on the {self.man.name} needs {self.man.ambient} coordinates, got {len(x)}")
-        x = tuple(_F(_exact(v, "point")) for v in x)
+        x = tuple(_F(exact_rational(v, "point")) for v in x)
         if self.man.residual(x) != 0:
             raise ValueError(f"the point ({', '.join(map(str, x))[:60]}) does not lie on the {self.man.name} "
                              "exactly (use rational points of it)")
@@ -487,10 +486,10 @@ def manifold_instance(name: str, ambient: int | None = None, d: int | None = Non
     if d is not None and d != man.d:
         raise ValueError(f"the {name} has intrinsic dimension {man.d}, not --d {d}")
     amp, eps0 = DEFAULTS[name]
-    alpha = Integer(1) if alpha is None else _exact(alpha, "alpha")
+    alpha = Integer(1) if alpha is None else exact_rational(alpha, "alpha")
     if not (0 < alpha <= 1):
         raise ValueError(f"alpha must lie in (0, 1], got {alpha}")
-    B = 2 * amp if B is None else _exact(B, "bound")  # sup |g| = a: B = 2a leaves room for A1
+    B = 2 * amp if B is None else exact_rational(B, "bound")  # sup |g| = a: B = 2a leaves room for A1
     text, L = default_target(man, amp)
     lip = None
     if target is not None:
@@ -501,7 +500,7 @@ def manifold_instance(name: str, ambient: int | None = None, d: int | None = Non
         if lip is None:
             raise ValueError("a user target needs its geodesic Hoelder constant (--holder)")
         C_H = lip if alpha == 1 and lip.is_Rational else _rational_above(lip**alpha * (2 * B) ** (1 - alpha))
-    inst = sl.Instance(d=man.ambient, alpha=alpha, C_H=C_H, B=B, eps=eps0 if eps is None else eps, target=target,
+    inst = Instance(d=man.ambient, alpha=alpha, C_H=C_H, B=B, eps=eps0 if eps is None else eps, target=target,
                        M=M, M_g=M_g)
     inst.target_expr()
     return ManifoldInstance(man, inst, lip)
@@ -525,7 +524,7 @@ def instance_from_args(args) -> ManifoldInstance:
 def net_size(name: str, eps, C_H, alpha=1, ambient: int | None = None, radius=None) -> int:
     """``P`` of the manifold net at ``eps`` (no network built): for the ablation sweeps."""
     man = make_manifold(name, ambient, radius)
-    r = (_exact(eps, "eps") / (8 * _exact(C_H, "C_H"))) ** (1 / _exact(alpha, "alpha"))
+    r = (exact_rational(eps, "eps") / (8 * exact_rational(C_H, "C_H"))) ** (1 / exact_rational(alpha, "alpha"))
     if name in ("circle", "curve"):
         rr = float(r) * (1 - float(KAPPA))
         return max(2, math.ceil(math.pi * math.sqrt(man.speed2) / rr))
