@@ -14,7 +14,8 @@ enclosure over each box and ``eps``) is rebuilt by hand as a float64 torch modul
     T = X[column, row]
 
 (the heads of a layer stacked into one projection, zero-padded to a common width).  For every
-method, the boxes of the model are bounded in one batched call, and a subset one box per call;
+method, the boxes of the model are bounded in one batched call (``--chunk MODEL=N``: N boxes per
+call, where all of them at once do not fit in memory), and ``--single`` of them one box per call;
 each (model, method) runs in its own process under a time and memory limit, so a failure is
 recorded (its last error line) and the run goes on.  Times are CPU seconds of the child process
 (one torch thread).  Validity: finite, lower <= upper, the interval contains the 300-bit ball of
@@ -33,6 +34,11 @@ import time
 from fractions import Fraction as F
 
 METHODS = ("IBP", "CROWN-IBP", "CROWN", "alpha-CROWN")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 def num(v) -> float:
@@ -126,9 +132,9 @@ def run_one(side_path, name, method, single_n, iterations, chunk):
     torch.set_default_dtype(torch.float64)  # auto_LiRPA's own tensors (relaxations, alphas) in float64 too
     from auto_LiRPA import BoundedModule, BoundedTensor, PerturbationLpNorm
 
-    side = json.load(open(side_path))
+    side = load(side_path)
     m = next(mm for mm in side["models"] if mm["name"] == name)
-    mj = json.load(open(m["path"]))
+    mj = load(m["path"])
     net = build_net(mj)
     boxes = m["boxes"]
     lo = torch.tensor([b["lo_float"] for b in boxes], dtype=torch.float64)
@@ -228,8 +234,14 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--chunk", action="append", default=[], metavar="MODEL=N",
                     help="boxes per batched call for MODEL (default: all of them in one call)")
+    ap.add_argument("--render", metavar="PEERS.json", help="print the tables of an earlier run's --out file")
     ap.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.render:
+        side, res = load(a.side), load(a.render)
+        add_ratios(res["table"], side, res["results"])
+        print(markdown(res["table"], side, res["meta"]))
+        return 0
     if a.one:
         chunks = dict(c.split("=") for c in a.chunk)
         run_one(a.side, a.one[0], a.one[1], a.single, a.iterations, int(chunks.get(a.one[0], 0)))
@@ -237,7 +249,7 @@ def main(argv=None):
     import torch
     import auto_LiRPA
 
-    side = json.load(open(a.side))
+    side = load(a.side)
     results, table = [], []
     for m in side["models"]:
         eps = F(m["eps"]) if m.get("eps") else None
@@ -275,12 +287,14 @@ def main(argv=None):
             res["per_box"] = per
             results.append(res)
             table += summarise(m, "auto_LiRPA " + method, per, {"single": res["single"], "batched": res["batched"]})
+    add_ratios(table, side, results)
     meta = {"torch": torch.__version__, "auto_LiRPA": auto_LiRPA.__version__, "python": sys.version.split()[0]}
     with open(a.out, "w") as f:
         json.dump({"meta": meta, "results": results, "table": table}, f)
     md = markdown(table, side, meta)
     if a.markdown:
-        open(a.markdown, "w").write(md)
+        with open(a.markdown, "w") as f:
+            f.write(md)
     print(md)
     return 0
 
@@ -290,18 +304,71 @@ def fmt(v, spec):
 
 
 def markdown(table, side, meta):
-    lines = [f"torch {meta['torch']}, auto_LiRPA {meta['auto_LiRPA']}, Python {meta['python']}", "",
-             "| model | tool | box width | valid / boxes (finite, lo <= hi, contains centre) | median enclosure width "
-             "(valid boxes) | proves abs(T - g) <= eps | s / box, one per call | s / box, batched |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in table:
-        if "error" in r:
-            lines.append(f"| {r['model']} | {r['tool']} | all | failed: `{r['error']}` | - | - | - | - |")
+    """One table per model: a row per tool, a column per box width ("median enclosure width
+    (valid / boxes)", then the median ratio to symbounds' float pass on boxes valid for both)."""
+    widths = side["widths"]
+    lines = [f"torch {meta['torch']}, auto_LiRPA {meta['auto_LiRPA']}, Python {meta['python']}", ""]
+    for m in side["models"]:
+        rows = [r for r in table if r["model"] == m["name"]]
+        pou = bool(m.get("eps"))
+        lines += [f"**{m['name']}** (d = {m['d']}, {m['tokens']} tokens of width {m['width_D']}; layers "
+                  f"{', '.join(m['layers'])}{'; eps = ' + m['eps'] if pou else ''}; {len(m['boxes']) // len(widths)} "
+                  "boxes per width)", "",
+                  "| tool | " + " | ".join(f"width {w:g}" for w in widths)
+                  + (" | proves abs(T - g) <= eps (per width)" if pou else "")
+                  + " | boxes narrower than the float pass (smallest ratio) | s / box, one per call | s / box, batched |",
+                  "|---|" + "---|" * len(widths) + ("---|" if pou else "") + "---|---|---|"]
+        tools = list(dict.fromkeys(r["tool"] for r in rows))
+        for tool in tools:
+            rs = [r for r in rows if r["tool"] == tool]
+            if "error" in rs[0]:
+                lines.append(f"| {tool} | failed: `{rs[0]['error']}` |" + " |" * (len(widths) - 1)
+                             + (" - |" if pou else "") + " - | - | - |")
+                continue
+            by = {r["width"]: r for r in rs}
+            cells = []
+            for w in widths:
+                r = by[w]
+                c = f"{fmt(r['median_width'], '.2e')} ({r['valid']}/{r['boxes']})"
+                if r.get("ratio") is not None and not tool.endswith("float pass"):
+                    c += f", x{r['ratio']:.3g}"
+                if r["valid"] < r["boxes"]:
+                    c += f" [non-finite {r['boxes'] - r['finite']}, lo > hi {r['finite'] - r['ordered']}, " \
+                         f"centre outside {r['ordered'] - r['contains']}]"
+                cells.append(c)
+            pr = (" | " + " / ".join(str(by[w]["proves"]) for w in widths)) if pou else ""
+            b = rs[0]["batched"]
+            if tool.endswith("float pass"):
+                nar = "-"
+            else:
+                mins = [r["min_ratio"] for r in rs if r.get("min_ratio") is not None]
+                nar = f"{sum(r.get('narrower', 0) for r in rs)}" + (f" (x{min(mins):.3g})" if mins else "")
+            lines.append(f"| {tool} | " + " | ".join(cells) + pr
+                         + f" | {nar} | {fmt(rs[0]['single'], '.2e')} | {fmt(b, '.2e')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def add_ratios(table, side, results):
+    """``ratio``: the median over boxes valid for both of (tool's width / symbounds float width)."""
+    per = {}
+    for m in side["models"]:
+        per[(m["name"], "symbounds float pass")] = [b["float"] for b in m["boxes"]]
+        per[(m["name"], "symbounds Arb Taylor")] = [b["arb"] for b in m["boxes"]]
+    for r in results:
+        if "per_box" in r:
+            per[(r["name"], "auto_LiRPA " + r["method"])] = r["per_box"]
+    ok = lambda v: v["finite"] and v["ordered"] and v["contains_centre"]
+    for row in table:
+        if "error" in row:
             continue
-        lines.append(f"| {r['model']} | {r['tool']} | {r['width']:g} | {r['valid']}/{r['boxes']} ({r['finite']}, "
-                     f"{r['ordered']}, {r['contains']}) | {fmt(r['median_width'], '.3e')} | "
-                     f"{r['proves'] if 'proves' in r else '-'} | {fmt(r['single'], '.2e')} | {fmt(r['batched'], '.2e')} |")
-    return "\n".join(lines) + "\n"
+        m = next(mm for mm in side["models"] if mm["name"] == row["model"])
+        base, mine = per[(row["model"], "symbounds float pass")], per[(row["model"], row["tool"])]
+        rs = sorted((y["hi"] - y["lo"]) / (x["hi"] - x["lo"]) for b, x, y in zip(m["boxes"], base, mine)
+                    if b["width"] == row["width"] and ok(x) and ok(y) and x["hi"] > x["lo"])
+        row["ratio"] = rs[len(rs) // 2] if rs else None
+        row["min_ratio"] = rs[0] if rs else None
+        row["narrower"] = sum(v < 1 - 1e-6 for v in rs)  # narrower than the float pass by more than 1e-6
 
 
 if __name__ == "__main__":
