@@ -240,6 +240,7 @@ def main(argv=None):
     if a.render:
         side, res = load(a.side), load(a.render)
         add_ratios(res["table"], side, res["results"])
+        res["meta"]["agreement"] = agreement(side, res["results"])
         print(markdown(res["table"], side, res["meta"]))
         return 0
     if a.one:
@@ -288,7 +289,8 @@ def main(argv=None):
             results.append(res)
             table += summarise(m, "auto_LiRPA " + method, per, {"single": res["single"], "batched": res["batched"]})
     add_ratios(table, side, results)
-    meta = {"torch": torch.__version__, "auto_LiRPA": auto_LiRPA.__version__, "python": sys.version.split()[0]}
+    meta = {"torch": torch.__version__, "auto_LiRPA": auto_LiRPA.__version__, "python": sys.version.split()[0],
+            "agreement": agreement(side, results)}
     with open(a.out, "w") as f:
         json.dump({"meta": meta, "results": results, "table": table}, f)
     md = markdown(table, side, meta)
@@ -303,6 +305,17 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def agreement(side, results) -> dict:
+    """Per model: the largest ``|torch float64 forward - 300-bit T|`` at the box centres (a check
+    that the hand-built module is the model file's network)."""
+    out = {}
+    for m in side["models"]:
+        r = next((r for r in results if r["name"] == m["name"] and "forward_centre" in r), None)
+        if r is not None:
+            out[m["name"]] = max(abs(float(F(b["centre"][0])) - f) for b, f in zip(m["boxes"], r["forward_centre"]))
+    return out
+
+
 def markdown(table, side, meta):
     """One table per model: a row per tool, a column per box width ("median enclosure width
     (valid / boxes)", then the median ratio to symbounds' float pass on boxes valid for both)."""
@@ -313,7 +326,8 @@ def markdown(table, side, meta):
         pou = bool(m.get("eps"))
         lines += [f"**{m['name']}** (d = {m['d']}, {m['tokens']} tokens of width {m['width_D']}; layers "
                   f"{', '.join(m['layers'])}{'; eps = ' + m['eps'] if pou else ''}; {len(m['boxes']) // len(widths)} "
-                  "boxes per width)", "",
+                  "boxes per width; the torch module's float64 output at the centres is within "
+                  f"{fmt(meta.get('agreement', {}).get(m['name']), '.1e')} of the 300-bit value)", "",
                   "| tool | " + " | ".join(f"width {w:g}" for w in widths)
                   + (" | proves abs(T - g) <= eps (per width)" if pou else "")
                   + " | boxes narrower than the float pass (smallest ratio) | s / box, one per call | s / box, batched |",
