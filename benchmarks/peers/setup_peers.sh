@@ -5,7 +5,7 @@
 #
 # The checkout is a clone of auto_LiRPA's source repository (it is not on the package index for
 # this Python). Measured in BENCHMARKS.md with commit
-#   a050a3d61f4cb68b108fa7f07dcb3e4d7ef304df  ("May 2026 release", auto_LiRPA 0.7.x)
+#   a050a3d61f4cb68b108fa7f07dcb3e4d7ef304df  ("May 2026 release", auto_LiRPA 0.7.1)
 # Its setup.py pins torch < 2.9 and torchvision; the CPU torch 2.13.0 wheel is installed instead
 # and auto_LiRPA goes in with --no-deps, followed by the runtime modules it imports (numpy,
 # packaging, appdirs, pyyaml, tqdm, graphviz: the Python package only). Only package-index packages are downloaded; nothing of
