@@ -123,7 +123,7 @@ def build_net(mj):
     return Net().double().eval()
 
 
-def run_one(side_path, name, method, single_n, iterations, chunk):
+def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=None):
     """One (model, method) in this process: batched calls over all boxes (``chunk`` boxes per
     call, 0: all), then ``single_n`` boxes one per call.  Prints a JSON object."""
     import torch
@@ -143,7 +143,9 @@ def run_one(side_path, name, method, single_n, iterations, chunk):
         fwd = net((lo + hi) / 2)[:, 0].tolist()
     t = time.process_time()
     lm = BoundedModule(net, torch.zeros(1, lo.shape[1], dtype=torch.float64), device="cpu",
-                       bound_opts={"optimize_bound_args": {"iteration": iterations}, "verbosity": 0})
+                       bound_opts={"optimize_bound_args": {"iteration": iterations}, "verbosity": 0,
+                                   **({"crown_batch_size": crown_batch, "batched_crown_max_vram_ratio": 0.9}
+                                      if crown_batch else {})})
     t_build = time.process_time() - t
     meth = {"IBP": "IBP", "CROWN-IBP": "CROWN-IBP", "CROWN": "CROWN", "alpha-CROWN": "alpha-CROWN"}[method]
 
@@ -234,6 +236,8 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--chunk", action="append", default=[], metavar="MODEL=N",
                     help="boxes per batched call for MODEL (default: all of them in one call)")
+    ap.add_argument("--crown-batch", type=int, help="auto_LiRPA's crown_batch_size: intermediate bounds "
+                    "back-substituted this many neurons at a time (less memory, more time)")
     ap.add_argument("--render", metavar="PEERS.json", help="print the tables of an earlier run's --out file")
     ap.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -245,7 +249,7 @@ def main(argv=None):
         return 0
     if a.one:
         chunks = dict(c.split("=") for c in a.chunk)
-        run_one(a.side, a.one[0], a.one[1], a.single, a.iterations, int(chunks.get(a.one[0], 0)))
+        run_one(a.side, a.one[0], a.one[1], a.single, a.iterations, int(chunks.get(a.one[0], 0)), a.crown_batch)
         return 0
     import torch
     import auto_LiRPA
@@ -264,6 +268,8 @@ def main(argv=None):
             cmd = [sys.executable, os.path.abspath(__file__), "--side", a.side, "--out", "-", "--single",
                    str(a.single), "--iterations", str(a.iterations), "--one", m["name"], method]
             cmd += [f"--chunk={c}" for c in a.chunk]
+            if a.crown_batch:
+                cmd += ["--crown-batch", str(a.crown_batch)]
             t0 = time.time()
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout,
