@@ -251,8 +251,8 @@ def main(argv=None):
         chunks = dict(c.split("=") for c in a.chunk)
         run_one(a.side, a.one[0], a.one[1], a.single, a.iterations, int(chunks.get(a.one[0], 0)), a.crown_batch)
         return 0
-    import torch
     import auto_LiRPA
+    import torch
 
     side = load(a.side)
     results, table = [], []
@@ -272,7 +272,7 @@ def main(argv=None):
                 cmd += ["--crown-batch", str(a.crown_batch)]
             t0 = time.time()
             try:
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout,
+                p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=a.timeout,
                                    preexec_fn=limited(a.memory_gib))
                 res = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
                 err = None if res else last_error_line(p.stderr or p.stdout)
@@ -330,10 +330,11 @@ def markdown(table, side, meta):
     for m in side["models"]:
         rows = [r for r in table if r["model"] == m["name"]]
         pou = bool(m.get("eps"))
-        lines += [f"**{m['name']}** (d = {m['d']}, {m['tokens']} tokens of width {m['width_D']}; layers "
-                  f"{', '.join(m['layers'])}{'; eps = ' + m['eps'] if pou else ''}; {len(m['boxes']) // len(widths)} "
-                  "boxes per width; the torch module's float64 output at the centres is within "
-                  f"{fmt(meta.get('agreement', {}).get(m['name']), '.1e')} of the 300-bit value)", "",
+        head = (f"**{m['name']}** (d = {m['d']}, {m['tokens']} tokens of width {m['width_D']}; layers "
+                f"{', '.join(m['layers'])}{'; eps = ' + m['eps'] if pou else ''}; {len(m['boxes']) // len(widths)} "
+                "boxes per width; the torch module's float64 output at the centres is within "
+                f"{fmt(meta.get('agreement', {}).get(m['name']), '.1e')} of the 300-bit value)")
+        lines += [head, "",
                   "| tool | " + " | ".join(f"width {w:g}" for w in widths)
                   + (" | proves abs(T - g) <= eps (per width)" if pou else "")
                   + " | boxes narrower than the float pass (smallest ratio) | s / box, one per call | s / box, batched |",
