@@ -1,0 +1,396 @@
+"""auto_LiRPA (IBP, CROWN-IBP, CROWN, alpha-CROWN) on the boxes of the symbounds side, beside symbounds.
+
+    benchmarks/peers/.venv/bin/python benchmarks/peers/bench_peers.py --side side.json \
+        --out peers.json [--markdown table.md] [--timeout 240] [--memory-gib 6]
+
+Run with the peer environment (``setup_peers.sh``); symbounds is not imported.  Each model file
+of ``side.json`` (written by ``bench_symbounds_side.py``: the model paths, the boxes, symbounds'
+enclosures, a 300-bit enclosure of ``T`` at each box centre, and for the [SL26] networks ``g``'s
+enclosure over each box and ``eps``) is rebuilt by hand as a float64 torch module:
+
+    X_0 = base^T + (E x) e_c^T         (tokens as rows, X = Z^T)
+    attention:  X <- rho X + sum_h softmax((X W_Q^T)(X W_K^T)^T / tau) X W_V^T W_O^T
+    ffn:        X <- eta X + relu(X W1^T + b1) W2^T + b2
+    T = X[column, row]
+
+(the heads of a layer stacked into one projection, zero-padded to a common width).  For every
+method, the boxes of the model are bounded in one batched call (``--chunk MODEL=N``: N boxes per
+call, where all of them at once do not fit in memory), and ``--single`` of them one box per call;
+each (model, method) runs in its own process under a time and memory limit, so a failure is
+recorded (its last error line) and the run goes on.  Times are CPU seconds of the child process
+(one torch thread).  Validity: finite, lower <= upper, the interval contains the 300-bit ball of
+``T`` at the centre (compared exactly, as fractions).  For the [SL26] boxes, "proves" means
+``max(u - g_lo, g_hi - l) <= eps`` (the bound of ``|T - g|`` that symbounds' certification uses).
+"""
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from fractions import Fraction as F
+
+METHODS = ("IBP", "CROWN-IBP", "CROWN", "alpha-CROWN")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def num(v) -> float:
+    return float(F(v))
+
+
+def build_net(mj):
+    import torch
+    from torch import nn
+
+    dt = torch.float64
+    T = lambda rows: torch.tensor([[num(v) for v in r] for r in rows], dtype=dt)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            e = mj["embedding"]
+            base = T(e["base"])  # (D, n)
+            self.D, self.n = base.shape
+            self.register_buffer("base_t", base.t().contiguous().unsqueeze(0))  # (1, n, D)
+            self.embed = nn.Linear(len(e["E"][0]), self.D, bias=False)
+            self.embed.weight.data = T(e["E"])
+            onehot = torch.zeros(1, self.n, 1, dtype=dt)
+            onehot[0, int(e["column"]), 0] = 1
+            self.register_buffer("onehot", onehot)
+            self.blocks = nn.ModuleList()
+            self.spec = []
+            for L in mj["layers"]:
+                skip = num(L.get("skip", "0"))
+                if L["type"] == "attention":
+                    if L["kind"] != "softmax":
+                        raise ValueError("hardmax attention has no torch counterpart here")
+                    heads = L["heads"]
+                    dq = max(len(h["W_Q"]) for h in heads)
+                    dv = max(len(h["W_V"]) for h in heads)
+                    H = len(heads)
+                    WQ = torch.zeros(H * dq, self.D, dtype=dt)
+                    WK = torch.zeros(H * dq, self.D, dtype=dt)
+                    WV = torch.zeros(H * dv, self.D, dtype=dt)
+                    WO = torch.zeros(self.D, H * dv, dtype=dt)
+                    for i, h in enumerate(heads):
+                        a, b = len(h["W_Q"]), len(h["W_V"])
+                        WQ[i * dq:i * dq + a] = T(h["W_Q"])
+                        WK[i * dq:i * dq + a] = T(h["W_K"])
+                        WV[i * dv:i * dv + b] = T(h["W_V"])
+                        WO[:, i * dv:i * dv + b] = T(h["W_O"])
+                    tau = num(L["tau"]) if "tau" in L else 1.0
+                    mods = nn.ModuleList([nn.Linear(self.D, H * dq, bias=False), nn.Linear(self.D, H * dq, bias=False),
+                                          nn.Linear(self.D, H * dv, bias=False), nn.Linear(H * dv, self.D, bias=False)])
+                    for m, W in zip(mods, (WQ / tau, WK, WV, WO)):
+                        m.weight.data = W
+                    self.blocks.append(mods)
+                    self.spec.append(("attention", skip, H, dq, dv))
+                else:
+                    l1 = nn.Linear(self.D, len(L["W1"]))
+                    l1.weight.data, l1.bias.data = T(L["W1"]), torch.tensor([num(v) for v in L["b1"]], dtype=dt)
+                    l2 = nn.Linear(len(L["W1"]), self.D)
+                    l2.weight.data, l2.bias.data = T(L["W2"]), torch.tensor([num(v) for v in L["b2"]], dtype=dt)
+                    self.blocks.append(nn.ModuleList([l1, nn.ReLU(), l2]))
+                    self.spec.append(("ffn", skip))
+            ro = mj["readout"]
+            self.row, self.col = int(ro["row"]), int(ro["column"])
+
+        def forward(self, x):
+            X = self.base_t + self.embed(x).unsqueeze(1) * self.onehot  # (B, n, D)
+            n = self.n
+            for mods, sp in zip(self.blocks, self.spec):
+                skip = sp[1]
+                if sp[0] == "attention":
+                    _, _, H, dq, dv = sp
+                    Q = mods[0](X).reshape(-1, n, H, dq).transpose(1, 2)
+                    K = mods[1](X).reshape(-1, n, H, dq).transpose(1, 2)
+                    V = mods[2](X).reshape(-1, n, H, dv).transpose(1, 2)
+                    S = Q.matmul(K.transpose(2, 3))  # (B, H, n, n)
+                    O = torch.softmax(S, dim=-1).matmul(V).transpose(1, 2).reshape(-1, n, H * dv)
+                    out = mods[3](O)
+                else:
+                    out = mods[2](mods[1](mods[0](X)))
+                X = out if skip == 0 else (out + X if skip == 1 else out + skip * X)
+            return X[:, self.col, self.row:self.row + 1]
+
+    return Net().double().eval()
+
+
+def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=None):
+    """One (model, method) in this process: batched calls over all boxes (``chunk`` boxes per
+    call, 0: all), then ``single_n`` boxes one per call.  Prints a JSON object."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float64)  # auto_LiRPA's own tensors (relaxations, alphas) in float64 too
+    from auto_LiRPA import BoundedModule, BoundedTensor, PerturbationLpNorm
+
+    side = load(side_path)
+    m = next(mm for mm in side["models"] if mm["name"] == name)
+    mj = load(m["path"])
+    net = build_net(mj)
+    boxes = m["boxes"]
+    lo = torch.tensor([b["lo_float"] for b in boxes], dtype=torch.float64)
+    hi = torch.tensor([b["hi_float"] for b in boxes], dtype=torch.float64)
+    with torch.no_grad():
+        fwd = net((lo + hi) / 2)[:, 0].tolist()
+    t = time.process_time()
+    lm = BoundedModule(net, torch.zeros(1, lo.shape[1], dtype=torch.float64), device="cpu",
+                       bound_opts={"optimize_bound_args": {"iteration": iterations}, "verbosity": 0,
+                                   **({"crown_batch_size": crown_batch, "batched_crown_max_vram_ratio": 0.9}
+                                      if crown_batch else {})})
+    t_build = time.process_time() - t
+    meth = {"IBP": "IBP", "CROWN-IBP": "CROWN-IBP", "CROWN": "CROWN", "alpha-CROWN": "alpha-CROWN"}[method]
+
+    def bounds(a, b):
+        x = BoundedTensor((a + b) / 2, PerturbationLpNorm(norm=math.inf, x_L=a, x_U=b))
+        if method == "alpha-CROWN":
+            l, u = lm.compute_bounds(x=(x,), method=meth)
+        else:
+            with torch.no_grad():
+                l, u = lm.compute_bounds(x=(x,), method=meth)
+        return l.detach()[:, 0].tolist(), u.detach()[:, 0].tolist()
+
+    out = {"name": name, "method": method, "build": t_build, "forward_centre": fwd}
+    t = time.process_time()
+    step = chunk or len(boxes)
+    l, u = [], []
+    for s in range(0, len(boxes), step):
+        a, b = bounds(lo[s:s + step], hi[s:s + step])
+        l += a
+        u += b
+    out["batched"] = (time.process_time() - t) / len(boxes)
+    out["chunk"] = step
+    out["lo"], out["hi"] = l, u
+    # one box per call: an even sample over the widths
+    idx = list(range(0, len(boxes), max(1, len(boxes) // single_n)))[:single_n]
+    t = time.process_time()
+    for i in idx:
+        bounds(lo[i:i + 1], hi[i:i + 1])
+    out["single"] = (time.process_time() - t) / len(idx)
+    out["single_boxes"] = len(idx)
+    print(json.dumps(out))
+
+
+def limited(mem_gib):
+    def f():
+        b = int(mem_gib * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (b, b))
+        os.nice(10)
+    return f
+
+
+def last_error_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "Error" in ln or "error" in ln or "Exception" in ln]
+    return (errs[-1] if errs else (lines[-1] if lines else "no output"))[:300]
+
+
+def validity(lo, hi, centre):
+    fin = lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
+    ordered = fin and lo <= hi
+    c_lo, c_hi = F(centre[0]), F(centre[1])
+    return {"finite": fin, "ordered": ordered, "contains_centre": fin and F(lo) <= c_lo and c_hi <= F(hi)}
+
+
+def err_bound(lo, hi, g):
+    if lo is None or not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        return None
+    return max(F(hi) - F(g[0]), F(g[1]) - F(lo))
+
+
+def summarise(m, tool, per_box, times):
+    """Rows per width: median width over valid boxes, counts, times."""
+    rows = []
+    for w in sorted({b["width"] for b in m["boxes"]}, reverse=True):
+        sel = [(b, r) for b, r in zip(m["boxes"], per_box) if b["width"] == w]
+        ok = [r for _, r in sel if r["finite"] and r["ordered"] and r["contains_centre"]]
+        widths = sorted(r["hi"] - r["lo"] for r in ok)
+        row = {"model": m["name"], "tool": tool, "width": w, "boxes": len(sel),
+               "finite": sum(r["finite"] for _, r in sel),
+               "ordered": sum(r["ordered"] for _, r in sel),
+               "contains": sum(r["contains_centre"] for _, r in sel), "valid": len(ok),
+               "median_width": widths[len(widths) // 2] if widths else None, **times}
+        if m.get("eps"):
+            row["proves"] = sum(bool(r.get("proves")) for _, r in sel)
+        rows.append(row)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--side", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--markdown")
+    ap.add_argument("--timeout", type=float, default=240)
+    ap.add_argument("--memory-gib", type=float, default=6)
+    ap.add_argument("--single", type=int, default=8, help="boxes timed one per call")
+    ap.add_argument("--iterations", type=int, default=20, help="alpha-CROWN optimisation steps")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--chunk", action="append", default=[], metavar="MODEL=N",
+                    help="boxes per batched call for MODEL (default: all of them in one call)")
+    ap.add_argument("--crown-batch", type=int, help="auto_LiRPA's crown_batch_size: intermediate bounds "
+                    "back-substituted this many neurons at a time (less memory, more time)")
+    ap.add_argument("--render", metavar="PEERS.json", help="print the tables of an earlier run's --out file")
+    ap.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.render:
+        side, res = load(a.side), load(a.render)
+        add_ratios(res["table"], side, res["results"])
+        res["meta"]["agreement"] = agreement(side, res["results"])
+        print(markdown(res["table"], side, res["meta"]))
+        return 0
+    if a.one:
+        chunks = dict(c.split("=") for c in a.chunk)
+        run_one(a.side, a.one[0], a.one[1], a.single, a.iterations, int(chunks.get(a.one[0], 0)), a.crown_batch)
+        return 0
+    import auto_LiRPA
+    import torch
+
+    side = load(a.side)
+    results, table = [], []
+    for m in side["models"]:
+        eps = F(m["eps"]) if m.get("eps") else None
+        for tool in ("float", "arb"):
+            per = [b[tool] for b in m["boxes"]]
+            t = m["times"]
+            times = ({"single": t["float_single"], "batched": t["float_batched"]} if tool == "float"
+                     else {"single": t["arb_single"], "batched": None})
+            table += summarise(m, "symbounds " + ("float pass" if tool == "float" else "Arb Taylor"), per, times)
+        for method in a.methods.split(","):
+            cmd = [sys.executable, os.path.abspath(__file__), "--side", a.side, "--out", "-", "--single",
+                   str(a.single), "--iterations", str(a.iterations), "--one", m["name"], method]
+            cmd += [f"--chunk={c}" for c in a.chunk]
+            if a.crown_batch:
+                cmd += ["--crown-batch", str(a.crown_batch)]
+            t0 = time.time()
+            try:
+                p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=a.timeout,
+                                   preexec_fn=limited(a.memory_gib))
+                res = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
+                err = None if res else last_error_line(p.stderr or p.stdout)
+            except subprocess.TimeoutExpired:
+                res, err = None, f"did not finish within {a.timeout:.0f} s (wall)"
+            wall = time.time() - t0
+            print(f"{m['name']} {method}: {'ok' if res else err} ({wall:.1f} s wall)", file=sys.stderr, flush=True)
+            if res is None:
+                results.append({"name": m["name"], "method": method, "error": err})
+                table.append({"model": m["name"], "tool": "auto_LiRPA " + method, "error": err})
+                continue
+            per = []
+            for b, l, u in zip(m["boxes"], res["lo"], res["hi"]):
+                r = {"lo": l, "hi": u, **validity(l, u, b["centre"])}
+                if eps is not None:
+                    e = err_bound(l, u, b["g"])
+                    r["proves"] = e is not None and r["contains_centre"] and e <= eps
+                per.append(r)
+            res["per_box"] = per
+            results.append(res)
+            table += summarise(m, "auto_LiRPA " + method, per, {"single": res["single"], "batched": res["batched"]})
+    add_ratios(table, side, results)
+    meta = {"torch": torch.__version__, "auto_LiRPA": auto_LiRPA.__version__, "python": sys.version.split()[0],
+            "agreement": agreement(side, results)}
+    with open(a.out, "w") as f:
+        json.dump({"meta": meta, "results": results, "table": table}, f)
+    md = markdown(table, side, meta)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(md)
+    print(md)
+    return 0
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def agreement(side, results) -> dict:
+    """Per model: the largest ``|torch float64 forward - 300-bit T|`` at the box centres (a check
+    that the hand-built module is the model file's network)."""
+    out = {}
+    for m in side["models"]:
+        r = next((r for r in results if r["name"] == m["name"] and "forward_centre" in r), None)
+        if r is not None:
+            out[m["name"]] = max(abs(float(F(b["centre"][0])) - f) for b, f in zip(m["boxes"], r["forward_centre"]))
+    return out
+
+
+def markdown(table, side, meta):
+    """One table per model: a row per tool, a column per box width ("median enclosure width
+    (valid / boxes)", then the median ratio to symbounds' float pass on boxes valid for both)."""
+    widths = side["widths"]
+    lines = [f"torch {meta['torch']}, auto_LiRPA {meta['auto_LiRPA']}, Python {meta['python']}", ""]
+    for m in side["models"]:
+        rows = [r for r in table if r["model"] == m["name"]]
+        pou = bool(m.get("eps"))
+        head = (f"**{m['name']}** (d = {m['d']}, {m['tokens']} tokens of width {m['width_D']}; layers "
+                f"{', '.join(m['layers'])}{'; eps = ' + m['eps'] if pou else ''}; {len(m['boxes']) // len(widths)} "
+                "boxes per width; the torch module's float64 output at the centres is within "
+                f"{fmt(meta.get('agreement', {}).get(m['name']), '.1e')} of the 300-bit value)")
+        lines += [head, "",
+                  "| tool | " + " | ".join(f"width {w:g}" for w in widths)
+                  + (" | proves abs(T - g) <= eps (per width)" if pou else "")
+                  + " | boxes narrower than the float pass (smallest ratio) | s / box, one per call | s / box, batched |",
+                  "|---|" + "---|" * len(widths) + ("---|" if pou else "") + "---|---|---|"]
+        tools = list(dict.fromkeys(r["tool"] for r in rows))
+        for tool in tools:
+            rs = [r for r in rows if r["tool"] == tool]
+            if "error" in rs[0]:
+                lines.append(f"| {tool} | failed: `{rs[0]['error']}` |" + " |" * (len(widths) - 1)
+                             + (" - |" if pou else "") + " - | - | - |")
+                continue
+            by = {r["width"]: r for r in rs}
+            cells = []
+            for w in widths:
+                r = by[w]
+                c = f"{fmt(r['median_width'], '.2e')} ({r['valid']}/{r['boxes']})"
+                if r.get("ratio") is not None and not tool.endswith("float pass"):
+                    c += f", x{r['ratio']:.3g}"
+                if r["valid"] < r["boxes"]:
+                    c += f" [non-finite {r['boxes'] - r['finite']}, lo > hi {r['finite'] - r['ordered']}, " \
+                         f"centre outside {r['ordered'] - r['contains']}]"
+                cells.append(c)
+            pr = (" | " + " / ".join(str(by[w]["proves"]) for w in widths)) if pou else ""
+            b = rs[0]["batched"]
+            if tool.endswith("float pass"):
+                nar = "-"
+            else:
+                mins = [r["min_ratio"] for r in rs if r.get("min_ratio") is not None]
+                nar = f"{sum(r.get('narrower', 0) for r in rs)}" + (f" (x{min(mins):.3g})" if mins else "")
+            lines.append(f"| {tool} | " + " | ".join(cells) + pr
+                         + f" | {nar} | {fmt(rs[0]['single'], '.2e')} | {fmt(b, '.2e')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def add_ratios(table, side, results):
+    """``ratio``: the median over boxes valid for both of (tool's width / symbounds float width)."""
+    per = {}
+    for m in side["models"]:
+        per[(m["name"], "symbounds float pass")] = [b["float"] for b in m["boxes"]]
+        per[(m["name"], "symbounds Arb Taylor")] = [b["arb"] for b in m["boxes"]]
+    for r in results:
+        if "per_box" in r:
+            per[(r["name"], "auto_LiRPA " + r["method"])] = r["per_box"]
+    ok = lambda v: v["finite"] and v["ordered"] and v["contains_centre"]
+    for row in table:
+        if "error" in row:
+            continue
+        m = next(mm for mm in side["models"] if mm["name"] == row["model"])
+        base, mine = per[(row["model"], "symbounds float pass")], per[(row["model"], row["tool"])]
+        rs = sorted((y["hi"] - y["lo"]) / (x["hi"] - x["lo"]) for b, x, y in zip(m["boxes"], base, mine)
+                    if b["width"] == row["width"] and ok(x) and ok(y) and x["hi"] > x["lo"])
+        row["ratio"] = rs[len(rs) // 2] if rs else None
+        row["min_ratio"] = rs[0] if rs else None
+        row["narrower"] = sum(v < 1 - 1e-6 for v in rs)  # narrower than the float pass by more than 1e-6
+
+
+if __name__ == "__main__":
+    sys.exit(main())
