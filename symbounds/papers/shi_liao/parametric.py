@@ -176,8 +176,10 @@ def _row(cid, region, region_tex, steps, bounds, **kw) -> ChainRow:
     from .claims import CLAIMS
 
     ok = all(d for _, d in steps) and all(BOUNDS[b].check() for b in bounds)
-    verdict = kw.pop("verdict", "proved") if ok else "open"
-    if not ok:
+    # a certified refutation point decides the claim over the region whatever the proof's fate;
+    # otherwise "proved" needs every step decided
+    verdict = "refuted" if kw.get("refuted_at") else ("proved" if ok else "open")
+    if not ok:  # the sub-region the proof was to cover stays open
         kw["open_region"] = region
     return ChainRow(cid, CLAIMS[cid].statement, CLAIMS[cid].tex, verdict, region, region_tex,
                     "SymPy (identities and signed slack under assumptions)", steps, list(bounds), **kw)
@@ -240,7 +242,7 @@ def _e3() -> ChainRow:
     crit = ("E3 <=> 0 <= t <= t*, t = 3 d M_g eps/(B (36 d M_g + 2)), t* in [1.9038, 1.9039] (e^t* = 1 + 3t*); "
             "t < eps/(12 B), so M_g >= 0 (8BP >= eps) and B >= eps/22.85 suffice; M_g < 0 refutes it")
     return _row("E3", f"B >= eps/16, {TWO_TOKENS}", rf"B\ge \varepsilon/16,\ {TWO_TOKENS_TEX}", steps,
-                ["exp-chord", "t-star"], verdict="refuted", criterion=crit,
+                ["exp-chord", "t-star"], criterion=crit,
                 criterion_tex=(r"\text{E3} \iff 0\le t=\frac{3dM_g\varepsilon}{B(36dM_g+2)}\le t^*,\quad "
                                r"e^{t^*}=1+3t^*,\ t^*\in[1.9038,\,1.9039]"),
                 refuted_at=_e3_refutation(hi),

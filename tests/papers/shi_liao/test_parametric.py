@@ -247,6 +247,13 @@ def test_a_tampered_constant_is_not_proved(monkeypatch):
     assert r.verdict == "open" and not r.steps[0][1]
 
 
+def test_a_failed_step_leaves_the_sub_region_open_but_keeps_a_certified_refutation(monkeypatch):
+    monkeypatch.setattr(parametric, "_zero", lambda e: False)
+    r = parametric._e3()
+    assert r.verdict == "refuted" and r.open_region == r.region and r.refuted_at["P"] == 40
+    assert parametric._e2().verdict == "open"
+
+
 def test_a_wrong_slack_is_not_signed():
     import sympy
 
