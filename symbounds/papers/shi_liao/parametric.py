@@ -30,8 +30,18 @@ from sympy import Rational
 
 from .constants import M_g_of, M_of, P_paper_of, grid_ratio, params_dense_of, r_g_of
 
-__all__ = ["REGION", "REGION_TEX", "BOUNDS", "E3_REFUTATION", "ChainRow", "chain", "chain_json", "chain_text",
-           "t_star_enclosure", "e3_excess_t"]
+__all__ = [
+    "BOUNDS",
+    "E3_REFUTATION",
+    "REGION",
+    "REGION_TEX",
+    "ChainRow",
+    "chain",
+    "chain_json",
+    "chain_text",
+    "e3_excess_t",
+    "t_star_enclosure",
+]
 
 #: The parameter region every verdict refers to (sub-regions are stated per claim).
 REGION = "eps in (0, 1), alpha in (0, 1], C_H > 0, B > 0, integer d >= 1"
@@ -238,7 +248,7 @@ def _e3() -> ChainRow:
         ("B = eps/16 + b: 3/2 - t >= 0", _nonneg((Rational(3, 2) - t).xreplace(sub))),
         ("e^t <= 1 + 3t on [0, 3/2] (exp-chord): LHS - eps/4 <= 0", True),
     ]
-    lo, hi = t_star_enclosure()
+    _, hi = t_star_enclosure()
     crit = ("E3 <=> 0 <= t <= t*, t = 3 d M_g eps/(B (36 d M_g + 2)), t* in [1.9038, 1.9039] (e^t* = 1 + 3t*); "
             "t < eps/(12 B), so M_g >= 0 (8BP >= eps) and B >= eps/22.85 suffice; M_g < 0 refutes it")
     return _row("E3", f"B >= eps/16, {TWO_TOKENS}", rf"B\ge \varepsilon/16,\ {TWO_TOKENS_TEX}", steps,
@@ -288,8 +298,8 @@ def _l81() -> ChainRow:
     steps = [
         ("P_paper = (2^{1+1/alpha} x)^d, x = sqrt(d)/(2 r_g)",
          _zero(sympy.expand_log(sympy.log(Pp) - _d * sympy.log(2 ** (1 + 1 / alpha) * x)))),
-        ("m >= 2 and m < x + 1 give x = 1 + xi, xi > 0; 2^{1+1/alpha} = 4 e^{gamma log 2} >= 4 (1 + gamma log 2) "
-         "(exp-below): 2^{1+1/alpha} x - m > 4 (1 + gamma log 2)(1 + xi) - (2 + xi) > 0",
+        (("m >= 2 and m < x + 1 give x = 1 + xi, xi > 0; 2^{1+1/alpha} = 4 e^{gamma log 2} >= 4 (1 + gamma log 2) "
+         "(exp-below): 2^{1+1/alpha} x - m > 4 (1 + gamma log 2)(1 + xi) - (2 + xi) > 0"),
          _zero(2 ** (1 + 1 / alpha) - 4 * sympy.exp(_gamma * sympy.log(2)))
          and _positive(4 * (1 + _gamma * sympy.log(2)) * (1 + _xi) - (2 + _xi))),
         ("y -> y^d is increasing on y > 0: P = m^d < (2^{1+1/alpha} x)^d = P_paper", True),
@@ -303,8 +313,8 @@ def _l82() -> ChainRow:
     slack = (8 * _D**2 + 34 * _D) * (P + _dP) - params_dense_of(_D, P)
     steps = [
         ("the network's dense count is 8D(P+2) + 4D + 2(4D^2 + 3D), D = d + 4", True),
-        ("P = 2 + p, P_paper = P + delta_P (L8.1, delta_P >= 0): (8D^2 + 34D) P_paper - count = "
-         "8D^2 (1 + p + delta_P) + 26 D (1 + p) + 34 D delta_P > 0", _positive(slack)
+        (("P = 2 + p, P_paper = P + delta_P (L8.1, delta_P >= 0): (8D^2 + 34D) P_paper - count = "
+         "8D^2 (1 + p + delta_P) + 26 D (1 + p) + 34 D delta_P > 0"), _positive(slack)
          and _zero(slack - (8 * _D**2 * (1 + _p + _dP) + 26 * _D * (1 + _p) + 34 * _D * _dP))),
     ]
     return _row("L8.2", TWO_TOKENS, TWO_TOKENS_TEX, steps, [],

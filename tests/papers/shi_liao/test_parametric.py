@@ -14,8 +14,8 @@ from fractions import Fraction
 import flint
 import pytest
 import z3
-
 from cli_helpers import run_cli
+
 from symbounds.papers.shi_liao import parametric
 from symbounds.papers.shi_liao.constants import Instance, constants
 from symbounds.papers.shi_liao.construction import build
@@ -182,9 +182,8 @@ def test_arb_e3_outside_its_region_follows_the_criterion():
     try:
         for _ in range(200):
             d, alpha, C, B, eps = _random_point(rng, in_e3_region=False)
-            P = None
             try:
-                P, t, sides = _sides(d, alpha, C, B, eps)
+                _, t, sides = _sides(d, alpha, C, B, eps)
             except ArithmeticError:
                 continue
             lhs, rhs = sides["E3"]
