@@ -202,6 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
                "  symbounds prove alcalde N=3 n=5 d=2 m=2\n"
                "  symbounds prove shi_liao --example 1 --json",
         populate=_module_arguments("catalogue_cli", "add_prove_arguments"))
+    sub.add_parser(
+        "chain", help="[SL26]'s epsilon budget and size bounds for every parameter: proved, refuted or open per region",
+        description="Each claim of the epsilon budget (E0-E3) and the size bounds (L8.1, L8.2) of [SL26] decided "
+                    "for all parameters eps in (0,1), alpha in (0,1], C_H > 0, B > 0, integer d >= 1 "
+                    "(docs/shi_liao.md, The constant chain for every parameter).  Exit 0 every claim proved, "
+                    "1 some refuted (at a certified parameter point), 3 some open.",
+        populate=_chain_arguments)
     sub.add_parser("latex", help="LaTeX: constants and lemma chain (pou), sizes and stages (interp), or the tables",
                    populate=_module_arguments("latex", "add_latex_arguments"))
     sub.add_parser("plot", help="draw a sweep table (error, size against eps) or the leakage against M, to PNG, SVG or PDF",
@@ -365,6 +372,21 @@ def _sweep(args) -> int:
     written(args.out)
     written(json_path)
     return 0
+
+
+def _chain_arguments(c) -> None:
+    c.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/chain.schema.json)")
+    c.add_argument("--out", default=None, help="write the report (text, or JSON with --json) to FILE")
+
+
+def _chain(args) -> int:
+    from ..papers.shi_liao.parametric import chain, chain_json, chain_text
+
+    check_out_folders(args.out)
+    rows = chain()
+    doc = chain_json(rows)
+    _report(args, json.dumps(doc, indent=2) if args.json else chain_text(rows))
+    return {"proved": 0, "refuted": 1, "open": 3}[doc["verdict"]]
 
 
 def _report(args, text: str) -> None:
@@ -651,7 +673,7 @@ def main(argv=None) -> int:
             raise UsageError("missing command (try: symbounds pou)")
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
                     "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "prove": _prove,
-                    "tikhonov": _tikhonov, "bound": _model_command, "export": _model_command,
+                    "tikhonov": _tikhonov, "chain": _chain, "bound": _model_command, "export": _model_command,
                     "import": _model_command}
         return commands[args.command](args)
     except UsageError as e:

@@ -306,6 +306,7 @@ PACKAGES = {
     "interp": ("amsmath", "amssymb", "booktabs", "array"),
     "tables": ("amsmath", "amssymb", "booktabs", "graphicx"),
     "paper": ("amsmath", "amssymb"),
+    "chain": ("amsmath", "amssymb"),
 }
 
 
@@ -635,12 +636,51 @@ def paper_latex(paper, values: dict, proof, inst=None, fragment: bool = False) -
     return document("\n".join(out), fragment, title=paper.title, what=paper.key)
 
 
+def chain_latex(rows, fragment: bool = False) -> str:
+    """``symbounds chain`` as a lemma list: each claim of the ε budget and the size bounds of [SL26]
+    with the region where it holds for every parameter, its verdict, the checked proof steps, and
+    for a refuted claim its certified parameter point (docs/shi_liao.md, The constant chain for
+    every parameter)."""
+    from ..papers.shi_liao.parametric import BOUNDS, REGION_TEX
+
+    out = [r"\noindent Every parameter of the region $" + REGION_TEX + r"$ is covered, with the derived constants "
+           r"$r_g=(\varepsilon/(4C_H))^{1/\alpha}$, $m=\lceil \sqrt d/(2r_g)\rceil$, $P=m^d$, "
+           r"$M_g=\log(8BP/\varepsilon)/(3r_g^2)$, $M=\log(4(P-1)B(36dM_g+2)/\varepsilon)/c$ substituted "
+           r"symbolically; each step below was decided by SymPy when the table was built.",
+           "", r"\medskip\noindent\textbf{Certified bounds on $\exp$.}", r"\begin{itemize}"]
+    for bd in BOUNDS.values():
+        out.append(rf"\item $" + bd.tex + r"$: " + text_tex(bd.proof) + ".")
+    out.append(r"\end{itemize}")
+    for r in rows:
+        where = r"the whole region" if r.region == "all" else "the region with $" + r.region_tex + "$"
+        out += ["", rf"\medskip\noindent\textbf{{Lemma {text_tex(r.id)}}} ({text_tex(r.verdict)}"
+                    + ("; proved on " + where if r.verdict == "refuted" else "") + r"). "
+                    + (rf"For every parameter of {where}:" if r.verdict != "open" else "Open:"),
+                r"\[" + r.tex + r"\]"]
+        if r.equality:
+            out.append(r"Equality: " + text_tex(r.equality) + ".")
+        if r.criterion_tex:
+            out += [r"Exactly:", r"\[" + r.criterion_tex + r"\]"]
+        if r.refuted_at:
+            a = r.refuted_at
+            out.append(rf"\emph{{Refuted}} at $d={a['d']}$, $\alpha={ball_tex(a['alpha'])}$, $C_H={ball_tex(a['holder'])}$, "
+                       rf"$B={ball_tex(a['bound'])}$, $\varepsilon={ball_tex(a['eps'])}$ ($P={a['P']}$): "
+                       rf"$t\in{ball_tex(a['t'])}$ and the left side lies in ${ball_tex(a['lhs'])} > \varepsilon/4$ "
+                       r"(Arb, 256 bits); \texttt{symbounds pou} refutes it there too.")
+        if r.open_region:
+            out.append(r"\emph{Left open:} " + text_tex(r.open_region) + ".")
+        out += [r"\begin{itemize}\small"]
+        out += [(r"\item[$\checkmark$] " if ok else r"\item[?] ") + text_tex(st) for st, ok in r.steps]
+        out.append(r"\end{itemize}")
+    return document("\n".join(out), fragment, title="The constant chain of [SL26] for every parameter", what="chain")
+
+
 def add_latex_arguments(parser) -> None:
-    """Flags of ``symbounds latex pou|interp|tables|tighten|KEY [instance] --out FILE.tex [--fragment]``."""
+    """Flags of ``symbounds latex pou|interp|tables|tighten|chain|KEY [instance] --out FILE.tex [--fragment]``."""
     from ..papers import CATALOGUE
     from .catalogue_cli import add_paper_arguments
 
-    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", *CATALOGUE],
+    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", "chain", *CATALOGUE],
                         help="which document (KEY: any construction of 'symbounds prove --list')")
     add_paper_arguments(parser)
     parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report")
@@ -668,7 +708,7 @@ def _interp_dataset(args):
 def run_latex(args) -> int:
     """``symbounds latex``: write the document; returns 0 (bad input raises ValueError, one line)."""
     check_writable(args.out, ValueError)
-    if args.what not in ("pou", "interp", "tables", "tighten"):  # a construction of the catalogue
+    if args.what not in ("pou", "interp", "tables", "tighten", "chain"):  # a construction of the catalogue
         from .catalogue_cli import paper_instance
 
         try:
@@ -686,7 +726,6 @@ def run_latex(args) -> int:
 
         return run_latex_tighten(args)
     if args.what == "pou":
-
         try:
             inst = instance(args)
         except UsageError as e:
@@ -699,9 +738,12 @@ def run_latex(args) -> int:
             raise ValueError(str(e)) from None
         text = pou_latex(run(inst, PouOptions(points=args.points, prec=args.prec)), args.fragment)
     elif args.what == "interp":
-
         text = interp_latex(interp_run(_interp_dataset(args), InterpOptions(attention=args.attention,
                                                                              seed=args.seed)), args.fragment)
+    elif args.what == "chain":
+        from ..papers.shi_liao.parametric import chain
+
+        text = chain_latex(chain(), args.fragment)
     else:
         text = tables_latex(args.fragment)
     atomic_write(args.out, text)

@@ -281,10 +281,11 @@ def interp_result():
 
 
 @needs_tex
-@pytest.mark.parametrize("what", ["pou", "interp", "tables"])
+@pytest.mark.parametrize("what", ["pou", "interp", "tables", "chain"])
 def test_fragment_compiles_in_a_plain_article_without_overfull_boxes(what, tmp_path, pou_result, interp_result):
     assert HAVE_TEX, "CI is set but pdflatex/pdftotext are missing: .ci/run should install them"
     frag = {"pou": lambda: lx.pou_latex(pou_result, fragment=True),
+            "chain": lambda: lx.chain_latex(_chain_rows(), fragment=True),
             "interp": lambda: lx.interp_latex(interp_result, fragment=True),
             "tables": lambda: lx.tables_latex(fragment=True)}[what]()
     # the first lines say which packages the fragment needs; load exactly those
@@ -299,3 +300,22 @@ def test_fragment_compiles_in_a_plain_article_without_overfull_boxes(what, tmp_p
     log = (tmp_path / "doc.log").read_text(errors="replace")
     assert r.returncode == 0, log[-3000:]
     assert "Overfull \\hbox" not in log, log[log.index("Overfull \\hbox"):][:400]
+
+
+def _chain_rows():
+    from symbounds.papers.shi_liao.parametric import chain
+
+    return chain()
+
+
+@needs_tex
+def test_chain_pdf_is_a_lemma_list_with_regions(tmp_path):
+    """symbounds latex chain: one lemma per claim, its verdict and region; E3's refutation point."""
+    assert HAVE_TEX, "CI is set but pdflatex/pdftotext are missing: .ci/run should install them"
+    rows = _chain_rows()
+    text = compile_tex(tmp_path, "chain", lx.chain_latex(rows))
+    flat = " ".join(text.split())
+    for r in rows:
+        assert f"Lemma {r.id} ({r.verdict}" in flat, r.id
+    assert "proved on the region with B ≥ ε/16" in flat and "Refuted at d = 1" in flat and "P = 40" in flat
+    assert flat.count("For every parameter of the whole region") == 3  # E0, E1, E2

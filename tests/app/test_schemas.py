@@ -62,6 +62,10 @@ def documents(tmp_path_factory):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert main(["certify", "--model", residual, "--spec", str(DATA / "fails.vnnlib"), "--json"]) == 1
     docs["certify-spec-refuted"] = json.loads(out.getvalue())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["chain", "--json"]) == 1  # E3 is refuted at a parameter point
+    docs["chain"] = json.loads(out.getvalue())
     docs["prove-shi_liao"] = _json_of("prove", "shi_liao", "eps=1/2", "--json")
     docs["prove-alcalde"] = _json_of("prove", "alcalde", "N=2", "n=3", "d=2", "m=1", "--json")
     docs["tikhonov"] = _json_of("tikhonov", "--size", "3,5,2", "--epochs", "5", "--eps", "1/10,1/100", "--json",
@@ -101,6 +105,7 @@ CASES = {
     "certify-spec": ("certify-spec", ("verdict",)),
     "certify-spec-refuted": ("certify-spec", ("counterexample", "x", 0)),
     "prove-shi_liao": ("prove", ("claims", 0, "statement")),
+    "chain": ("chain", ("claims", 3, "refuted_at", "alpha")),
     "prove-alcalde": ("prove", ("parameters", "N")),
     "tikhonov": ("tikhonov", ("theta_star_sq",)),
 }
@@ -110,6 +115,7 @@ JSON_COMMANDS = {
     "pou": ["pou", "pou-manifold"], "interp": ["interp", "interp-softmax"],
     "certify": ["certify", "certify-spec", "certify-spec-refuted"], "rate": ["rate"], "tighten": ["tighten"],
     "bound": ["bound", "bound-tokens"], "prove": ["prove-shi_liao", "prove-alcalde"], "tikhonov": ["tikhonov"],
+    "chain": ["chain"],
 }
 
 
@@ -213,7 +219,7 @@ def test_counts_are_integers_and_numbers_strings(documents):
 def test_every_schema_is_listed_in_the_readme():
     readme = (SCHEMAS / "README.md").read_text()
     files = sorted(p.name for p in SCHEMAS.glob("*.schema.json"))
-    assert len(files) == 13
+    assert len(files) == 14
     for f in files:
         assert f"]({f})" in readme, f
     assert "schemas/README.md" in (SCHEMAS.parent / "README.md").read_text()
