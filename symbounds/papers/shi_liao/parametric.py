@@ -263,11 +263,11 @@ def _e3_refutation(t_hi) -> dict:
     """The E3 refutation point in 256-bit Arb: t > t*'s upper end, hence LHS > eps/4."""
     import flint
 
-    from .constants import Instance, _ceiling_exact
+    from .constants import Instance, ceiling_exact
 
     pt = E3_REFUTATION
     inst = Instance(d=pt["d"], alpha=pt["alpha"], C_H=pt["holder"], B=pt["bound"], eps=pt["eps"])
-    m = _ceiling_exact(grid_ratio(inst.d, r_g_of(inst.eps, inst.C_H, inst.alpha)))
+    m = ceiling_exact(grid_ratio(inst.d, r_g_of(inst.eps, inst.C_H, inst.alpha)))
     P = m**inst.d
     old = flint.ctx.prec
     flint.ctx.prec = 256
