@@ -98,7 +98,7 @@ def parse_model(m, d: int):
                 WV = _matrix(H.get("W_V"), w + ".W_V", None, D)
                 WO = _matrix(H.get("W_O"), w + ".W_O", D, len(WV))
                 heads.append((WQ, WK, WV, WO))
-            layers.append(("attention", L["kind"], skip, tau, heads))
+            layers.append(("attention", L["kind"], skip, tau, heads, [[_sparse(W) for W in H] for H in heads]))
         elif L.get("type") == "ffn":
             W1 = _matrix(L.get("W1"), f"layers[{i}].W1", None, D)
             b1 = _matrix([L.get("b1")], f"layers[{i}].b1", 1, len(W1))[0]
@@ -133,9 +133,14 @@ class Network:
                 break
             A, B = self._affine_attention(layer, A, B)
             self.start += 1
-        self.A, self.B = A.tolist(), [b.tolist() for b in B]
+        self.A, self.B, self.Bl = A, B, [b.tolist() for b in B]
         last = [i for i, L in enumerate(self.layers) if L[0] == "attention"]
         self.last_attention = last[-1] if last else -1
+        self.need = [set() for _ in self.layers] + [{self.readout[0]}]  # rows each layer must give
+        for i in range(len(self.layers) - 1, self.start - 1, -1):
+            self.need[i] = _reads(self.layers[i + 1], self.need[i + 1]) if i + 1 < len(self.layers) else self.need[-1]
+        self.need_in = _reads(self.layers[self.start], self.need[self.start]) if self.start < len(self.layers) else {
+            self.readout[0]}
 
     @staticmethod
     def _constant_scores(layer, B):
@@ -145,7 +150,7 @@ class Network:
     @staticmethod
     def _affine_attention(layer, A, B):
         """``rho Z + sum_h W_O W_V Z pi_h^T`` for ``Z = A + sum x_i B_i`` with constant ``pi_h``."""
-        _, kind, skip, tau, heads = layer
+        _, kind, skip, tau, heads, _ = layer
         n = A.ncols()
         A2, B2 = A * _ball(skip), [b * _ball(skip) for b in B]
         for WQ, WK, WV, WO in heads:
@@ -162,16 +167,19 @@ class Network:
         d = self.d
         x0 = [_ball((a + b) / 2) for a, b in zip(lo, hi)]
         h = [_ball((b - a) / 2) for a, b in zip(lo, hi)]
-        Z = [[tm.TM(a + sum((x * Bi[r][j] for x, Bi in zip(x0, self.B)), arb(0)),
-                    [Bi[r][j] for Bi in self.B], arb(0)) for j, a in enumerate(row)] for r, row in enumerate(self.A)]
+        C = self.A
+        for x, Bi in zip(x0, self.B):
+            C = C + Bi * x
+        Z = [[tm.TM(c, [Bi[r][j] for Bi in self.Bl], arb(0)) if r in self.need_in else None
+              for j, c in enumerate(row)] for r, row in enumerate(C.tolist())]
         cols = list(range(len(Z[0])))
         for i in range(self.start, len(self.layers)):
             layer = self.layers[i]
             if layer[0] == "ffn":
-                Z = [list(c) for c in zip(*[_ffn(layer, z, h, d) for z in zip(*Z)])]
+                Z = [list(c) for c in zip(*[_ffn(layer, z, h, d, self.need[i]) for z in zip(*Z)])]
             else:
                 queries = [cols.index(self.readout[1])] if i == self.last_attention else range(len(cols))
-                Z = _attention(layer, Z, queries, h, d)
+                Z = _attention(layer, Z, queries, h, d, self.need[i])
                 if i == self.last_attention:
                     cols = [self.readout[1]]
         return tm.enclosure(Z[self.readout[0]][cols.index(self.readout[1])], h)
@@ -190,21 +198,36 @@ def _weights(kind, scores):
     return [v / total for v in e]
 
 
-def _ffn(layer, z, h, d):
+def _reads(layer, rows):
+    """The input rows a layer reads to give its output rows ``rows``."""
+    if layer[0] == "ffn":
+        _, Lin, _, W1, _, W2 = layer
+        units = {k for r in rows for k, _ in W2[r]}
+        return {j for r in rows for j, _ in Lin[r]} | {j for k in units for j, _ in W1[k]}
+    out = set(rows) if layer[2] else set()
+    for W in (W for H in layer[4] if any(H[3][r][c] for r in rows for c in range(len(H[3][0]))) for W in H[:3]):
+        out |= {j for row in W for j, w in enumerate(row) if w}
+    return out
+
+
+def _ffn(layer, z, h, d, need):
     _, Lin, l, W1, b1, W2 = layer
-    u = [tm.relu(tm.lin([(w, z[j]) for j, w in row], b, d), h) for row, b in zip(W1, b1)]
-    return [tm.lin([(w, z[j]) for j, w in lrow] + [(w, u[k]) for k, w in wrow], c, d)
-            for lrow, c, wrow in zip(Lin, l, W2)]
+    units = {k for r in need for k, _ in W2[r]}
+    u = {k: tm.relu(tm.lin([(w, z[j]) for j, w in W1[k]], b1[k], d), h) for k in units}
+    return [tm.lin([(w, z[j]) for j, w in Lin[r]] + [(w, u[k]) for k, w in W2[r]], l[r], d) if r in need else None
+            for r in range(len(Lin))]
 
 
-def _attention(layer, Z, queries, h, d):
-    """The attention layer on Taylor models, for the query columns ``queries`` only."""
-    _, kind, skip, tau, heads = layer
+def _attention(layer, Z, queries, h, d, need):
+    """The attention layer on Taylor models, for the query columns ``queries`` and rows ``need`` only."""
+    _, kind, skip, tau, heads, sparse = layer
     cols = list(zip(*Z))
     rho, inv_tau = _ball(skip), 1 / _ball(tau)
-    out = [[tm.lin([(rho, cols[j][r])], arb(0), d) for j in queries] for r in range(len(Z))]
-    for WQ, WK, WV, WO in heads:
-        WQ, WK, WV, WO = (_sparse(W) for W in (WQ, WK, WV, WO))
+    out = [[(tm.lin([(rho, cols[j][r])], arb(0), d) if skip else tm.const(arb(0), d)) if r in need else None
+            for j in queries] for r in range(len(Z))]
+    for H, (WQ, WK, WV, WO) in zip(heads, sparse):
+        if not any(H[3][r][c] for r in need for c in range(len(H[3][0]))):
+            continue
         keys = [[tm.lin([(w, z[j]) for j, w in row], arb(0), d) for row in WK] for z in cols]
         vals = [[tm.lin([(w, z[j]) for j, w in row], arb(0), d) for row in WV] for z in cols]
         for qi, j in enumerate(queries):
@@ -216,7 +239,8 @@ def _attention(layer, Z, queries, h, d):
                 if p is not None:
                     v = [tm.add(a, tm.mul(p, b, h)) for a, b in zip(v, val)]
             for r, row in enumerate(WO):
-                out[r][qi] = tm.lin([(arb(1), out[r][qi])] + [(w, v[c]) for c, w in row], arb(0), d)
+                if r in need:
+                    out[r][qi] = tm.lin([(arb(1), out[r][qi])] + [(w, v[c]) for c, w in row], arb(0), d)
     return out
 
 

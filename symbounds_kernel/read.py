@@ -30,10 +30,15 @@ def read_json(path: str):
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         raise Unreadable(f"{path}: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise Unreadable(f"{path}: not a regular file")
-        data = f.read(LIMIT + 1)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(LIMIT + 1)
+    except OSError as e:
+        raise Unreadable(f"{path}: {e.strerror}") from None
+    finally:
+        os.close(fd)
     if len(data) > LIMIT:
         raise Unreadable(f"{path}: larger than {LIMIT} bytes")
     try:
