@@ -149,17 +149,18 @@ class Network:
 
     @staticmethod
     def _affine_attention(layer, A, B):
-        """``rho Z + sum_h W_O W_V Z pi_h^T`` for ``Z = A + sum x_i B_i`` with constant ``pi_h``."""
+        """``rho Z + sum_h W_O W_V Z pi_h^T`` for ``Z = A + sum x_i B_i`` with constant ``pi_h``:
+        ``pi_h[j, k] = e_jk / t_j``, so column ``j`` of ``W_O W_V Z e^T`` is divided by ``t_j``."""
         _, kind, skip, tau, heads, _ = layer
-        n = A.ncols()
         A2, B2 = A * _ball(skip), [b * _ball(skip) for b in B]
         for WQ, WK, WV, WO in heads:
             S = ((_mat(WQ) * A).transpose() * (_mat(WK) * A) * (1 / _ball(tau))).tolist()
-            P = [_weights(kind, row) for row in S]
-            Pt = arb_mat([[P[j][k] for j in range(n)] for k in range(n)])
+            rows = [_weights(kind, row) for row in S]
+            Et = arb_mat([e for e, _ in rows]).transpose()
             OV = _mat(WO) * _mat(WV)
-            A2 = A2 + OV * A * Pt
-            B2 = [b2 + OV * b * Pt for b2, b in zip(B2, B)]
+            parts = [(OV * Z * Et).tolist() for Z in [A] + B]
+            parts = [arb_mat([[v / t for v, (_, t) in zip(row, rows)] for row in P]) for P in parts]
+            A2, B2 = A2 + parts[0], [b2 + p for b2, p in zip(B2, parts[1:])]
         return A2, B2
 
     def enclose(self, lo, hi):
@@ -186,16 +187,15 @@ class Network:
 
 
 def _weights(kind, scores):
-    """One row of constant attention weights (balls)."""
+    """One row of constant attention weights as ``(e, t)``, the weights being ``e_k / t``
+    (Arb's exponent range is unbounded: no shift is needed)."""
     if kind == "hardmax":
-        top = [k for k, s in enumerate(scores) if all(not (s < t) for t in scores)]
-        if len(top) != 1 or any(not (scores[top[0]] > t) for k, t in enumerate(scores) if k != top[0]):
+        top = [k for k, s in enumerate(scores) if all(s > t for j, t in enumerate(scores) if j != k)]
+        if len(top) != 1:
             raise ArithmeticError("a hardmax row whose winner is not decided")
-        return [arb(int(k == top[0])) for k in range(len(scores))]
-    m = max(arb(s.mid()) for s in scores)
-    e = [(s - m).exp() for s in scores]
-    total = sum(e, arb(0))
-    return [v / total for v in e]
+        return [arb(int(k == top[0])) for k in range(len(scores))], arb(1)
+    e = [s.exp() for s in scores]
+    return e, sum(e, arb(0))
 
 
 def _reads(layer, rows):
@@ -233,11 +233,12 @@ def _attention(layer, Z, queries, h, d, need):
         for qi, j in enumerate(queries):
             q = [tm.lin([(w * inv_tau, cols[j][c]) for c, w in row], arb(0), d) for row in WQ]
             s = [_dot(q, k, h, d) for k in keys]
-            pi = _softmax(s, h, d) if kind == "softmax" else _hardmax(s, h, d)
-            v = [tm.lin([], arb(0), d) for _ in WV]
-            for p, val in zip(pi, vals):
+            e, inv = _softmax(s, h, d) if kind == "softmax" else _hardmax(s, h, d)
+            v = [tm.const(arb(0), d) for _ in WV]
+            for p, val in zip(e, vals):
                 if p is not None:
                     v = [tm.add(a, tm.mul(p, b, h)) for a, b in zip(v, val)]
+            v = [tm.mul(a, inv, h) for a in v]
             for r, row in enumerate(WO):
                 if r in need:
                     out[r][qi] = tm.lin([(arb(1), out[r][qi])] + [(w, v[c]) for c, w in row], arb(0), d)
@@ -252,20 +253,20 @@ def _dot(q, k, h, d):
 
 
 def _softmax(s, h, d):
-    """``exp(s_k - m - ell) / sum_j exp(s_j - m - ell)`` with the constant ``m`` the largest centre
-    and ``ell`` the centre weights' average of the linear parts (exact balls; any choice is valid)."""
+    """``(e, 1 / sum e)`` with ``e_k = exp(s_k - m - ell)``: ``m`` the largest centre and ``ell``
+    the centre weights' average of the linear parts (exact balls; any choice gives the softmax)."""
     m = max(arb(t.c.mid()) for t in s)
     w = [(arb(t.c.mid()) - m).exp() for t in s]
     total = sum(w, arb(0))
     ell = [arb((sum((wk * t.g[i].mid() for wk, t in zip(w, s)), arb(0)) / total).mid()) for i in range(d)]
     e = [tm.exp(tm.TM(t.c - m, [g - a for g, a in zip(t.g, ell)], t.r), h) for t in s]
-    inv = tm.recip(tm.lin([(arb(1), t) for t in e], arb(0), d), h)
-    return [tm.mul(t, inv, h) for t in e]
+    return e, tm.recip(tm.lin([(arb(1), t) for t in e], arb(0), d), h)
 
 
 def _hardmax(s, h, d):
+    """``(e, 1)`` with ``e`` one-hot at the score that exceeds every other over the whole box."""
     rng = [tm.enclosure(t, h) for t in s]
     top = [k for k, a in enumerate(rng) if all(a > b for j, b in enumerate(rng) if j != k)]
     if len(top) != 1:
         raise ArithmeticError("a hardmax row whose winner is not decided over the box")
-    return [tm.const(arb(1), d) if k == top[0] else None for k in range(len(s))]
+    return [tm.const(arb(1), d) if k == top[0] else None for k in range(len(s))], tm.const(arb(1), d)

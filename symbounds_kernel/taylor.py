@@ -37,12 +37,12 @@ def enclosure(t: TM, h) -> arb:
 
 def lin(terms, b, d: int) -> TM:
     """``b + sum w_k t_k`` for ``terms = [(w_k, t_k)]`` (``w_k``, ``b`` balls)."""
-    c, g, r = b, [arb(0)] * d, arb(0)
+    c, g, r = b, None, arb(0)
     for w, t in terms:
         c = c + w * t.c
-        g = [a + w * e for a, e in zip(g, t.g)]
+        g = [w * e for e in t.g] if g is None else [a + w * e for a, e in zip(g, t.g)]
         r = r + w.abs_upper() * t.r
-    return TM(c, g, r)
+    return TM(c, g or [arb(0)] * d, r)
 
 
 def add(a: TM, b: TM) -> TM:

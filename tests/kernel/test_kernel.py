@@ -32,7 +32,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 KERNEL = ROOT / "symbounds_kernel"
 DATA = ROOT / "tests" / "data"
 STORED = sorted((DATA / "certificates").glob("*.json"))
-SMALL = json.loads((DATA / "certificates" / "v0.1-d1-small.json").read_text())
+SMALL_PATH = DATA / "certificates" / "v0.1-d1-small.json"
+SMALL = json.loads(SMALL_PATH.read_text())
 MAX_LINES = 800
 
 
@@ -224,7 +225,7 @@ def _run(*args):
 
 
 def test_command_exit_codes(tmp_path):
-    code, out, _ = _run(str(STORED[0]))
+    code, out, _ = _run(str(SMALL_PATH))
     assert code == 0 and out.startswith("accepted: ")
     code, out, _ = _run(str(DATA / "kernel_corpus" / "box_dropped.json"))
     assert code == 1 and out.startswith("rejected: ") and len(out.strip().splitlines()) == 1
@@ -237,7 +238,7 @@ def test_command_exit_codes(tmp_path):
 def test_main_in_process(tmp_path, capsys):
     from symbounds_kernel.__main__ import main
 
-    assert main([str(STORED[0])]) == 0
+    assert main([str(SMALL_PATH)]) == 0
     assert main([str(DATA / "kernel_corpus" / "max_bound_lowered.json")]) == 1
     assert main([str(tmp_path)]) == 2
     assert main([]) == 2
@@ -504,11 +505,11 @@ def test_symbounds_check_reports_both(capsys, monkeypatch):
     sys.path.insert(0, str(ROOT / "tests"))
     from cli_helpers import run_cli
 
-    code, out, err = run_cli(capsys, "check", str(STORED[0]), "--quiet")
+    code, out, err = run_cli(capsys, "check", str(SMALL_PATH), "--quiet")
     assert code == 0 and "certificate valid" in out and "independent kernel: accepted" in out
     def reject(cert, progress=None):
         raise read.Rejected("no")
 
     monkeypatch.setattr(symbounds_kernel, "check", reject)
-    code, out, err = run_cli(capsys, "check", str(STORED[0]), "--quiet")
+    code, out, err = run_cli(capsys, "check", str(SMALL_PATH), "--quiet")
     assert code == 1 and "certificate valid" in out and "independent kernel: rejected: no" in err
