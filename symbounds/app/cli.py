@@ -242,7 +242,9 @@ def _check(args) -> int:
         ok, reason = symbounds_kernel.check_file(args.certificate)
     except symbounds_kernel.Unreadable as e:
         ok, reason = False, str(e)
-    print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}", file=sys.stdout if ok else sys.stderr)
+    print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}")
+    if not ok and not full:
+        print(f"symbounds: certificate rejected by the independent kernel: {reason}", file=sys.stderr)
     return 1 if full or not ok else 0
 
 

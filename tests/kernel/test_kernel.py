@@ -512,4 +512,7 @@ def test_symbounds_check_reports_both(capsys, monkeypatch):
 
     monkeypatch.setattr(symbounds_kernel, "check", reject)
     code, out, err = run_cli(capsys, "check", str(SMALL_PATH), "--quiet")
-    assert code == 1 and "certificate valid" in out and "independent kernel: rejected: no" in err
+    assert code == 1 and "certificate valid" in out and "independent kernel: rejected: no" in out
+    assert err.strip() == "symbounds: certificate rejected by the independent kernel: no"
+    code, out, err = run_cli(capsys, "check", str(DATA / "kernel_corpus" / "box_dropped.json"), "--quiet")
+    assert code == 1 and "independent kernel: rejected: no" in out and len(err.strip().splitlines()) == 1
