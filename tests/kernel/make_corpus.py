@@ -108,6 +108,7 @@ def put(path, value, digest=False):
 EDITS = {
     "bound_lowered_to_zero": last_in_batch_zero,
     "bound_lowered_below_the_truth": lower_to(Fraction(99, 100)),
+    "bound_lowered_to_two_fifths_of_the_truth": lower_to(Fraction(2, 5)),
     "bounds_scaled_by_3_5": scaled,
     "box_moved": moved,
     "box_shrunk": shrunk,

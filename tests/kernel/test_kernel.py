@@ -85,6 +85,7 @@ CORPUS = {  # file -> (exit code, words of the reason)
     "bound_json_nan": (2, "NaN"),
     "bound_lowered_below_the_truth": (1, "box 17: the kernel cannot bound"),
     "bound_lowered_to_zero": (1, "box 63: the kernel cannot bound"),
+    "bound_lowered_to_two_fifths_of_the_truth": (1, "box 17: the kernel cannot bound"),
     "bounds_scaled_by_3_5": (1, "the kernel cannot bound"),
     "box_below_the_domain": (1, "box 0 is not a non-empty box inside"),
     "box_dropped": (1, "do not cover"),
