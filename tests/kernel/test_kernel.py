@@ -517,3 +517,69 @@ def test_symbounds_check_reports_both(capsys, monkeypatch):
     assert err.strip() == "symbounds: certificate rejected by the independent kernel: no"
     code, out, err = run_cli(capsys, "check", str(DATA / "kernel_corpus" / "box_dropped.json"), "--quiet")
     assert code == 1 and "independent kernel: rejected: no" in out and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------------------
+# found by mutation testing (docs/mutation-testing.md, "The checker kernel")
+
+TIED = {"format": "symbounds-transformer/1", "input": "vector", "precision_bits": 64,
+        "embedding": {"base": [["0", "1/2"], ["1", "1"], ["0", "1"]], "E": [["1"], ["0"], ["0"]], "column": 0},
+        "layers": [{"type": "attention", "kind": "hardmax", "skip": "0", "heads": [
+            {"W_Q": [["0", "1", "0"]], "W_K": [["1", "0", "0"]], "W_V": [["0", "0", "1"]],
+             "W_O": [["1"], ["0"], ["0"]]}]}],
+        "readout": {"row": 0, "column": 0}}
+
+
+def test_hardmax_ranges_that_touch_are_not_a_decided_winner():
+    """T(x) = 0 for x > 1/2 (token 0 wins), 1/2 at x = 1/2 (a tie: the average of 0 and 1): over
+    [1/2, 3/4] the scores' ranges [1/2, 3/4] and {1/2} touch, so no winner is decided."""
+    net = Network(TIED, 1)
+    with _prec():
+        with pytest.raises(ArithmeticError, match="a hardmax row whose winner is not decided over the box"):
+            net.enclose([Fraction(1, 2)], [Fraction(3, 4)])
+        assert _contains(net.enclose([Fraction(5, 8)], [Fraction(3, 4)]), Fraction(0))
+    const = {**TIED, "embedding": {**TIED["embedding"], "base": [["1/2", "1/2"], ["1", "1"], ["0", "1"]],
+                                   "E": [["0"], ["0"], ["0"]]}}
+    with _prec(), pytest.raises(ArithmeticError, match="a hardmax row whose winner is not decided"):
+        Network(const, 1)  # constant scores, an exact tie
+
+
+def test_an_arithmetic_failure_inside_the_check_is_a_rejection(tmp_path):
+    cert = copy.deepcopy(SMALL)
+    const = {**TIED, "embedding": {**TIED["embedding"], "base": [["1/2", "1/2"], ["1", "1"], ["0", "1"]],
+                                   "E": [["0"], ["0"], ["0"]]}}
+    cert["model"] = const
+    cert["model_sha256"] = __import__("hashlib").sha256(
+        json.dumps(const, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cert))
+    ok, reason = symbounds_kernel.check_file(str(path))
+    assert not ok and reason.startswith("ArithmeticError: a hardmax row")
+
+
+def test_check_file_reports_progress(tmp_path):
+    seen = []
+    ok, _ = symbounds_kernel.check_file(str(SMALL_PATH), lambda done, total: seen.append((done, total)))
+    assert ok and seen[0] == (1, 64) and seen[-1] == (64, 64) and len(seen) == 64
+
+
+def test_main_reads_its_arguments(monkeypatch, capsys):
+    from symbounds_kernel.__main__ import main
+
+    monkeypatch.setattr(sys, "argv", ["symbounds_kernel", str(SMALL_PATH)])
+    assert main() == 0
+    assert capsys.readouterr().out.startswith("accepted: 64 boxes cover [0,1]^1")
+    monkeypatch.setattr(sys, "argv", ["symbounds_kernel"])
+    assert main() == 2
+    assert capsys.readouterr().err == "usage: python -m symbounds_kernel CERT.json\n"
+    assert main([str(DATA / "kernel_corpus" / "box_dropped.json")]) == 1
+    assert capsys.readouterr().out == "rejected: the boxes do not cover [0,1]^1\n"
+    assert main([str(DATA / "kernel_corpus" / "json_float_bound.json")]) == 2
+    assert capsys.readouterr().err.startswith("symbounds_kernel: unreadable: ")
+
+
+def test_a_json_float_is_named_in_the_message(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text("[1.234567890123456789012345]")
+    with pytest.raises(read.Unreadable, match=r"the JSON number 1\.234567890123456789 is not a string"):
+        read.read_json(str(path))
