@@ -583,3 +583,15 @@ def test_a_json_float_is_named_in_the_message(tmp_path):
     path.write_text("[1.234567890123456789012345]")
     with pytest.raises(read.Unreadable, match=r"the JSON number 1\.234567890123456789 is not a string"):
         read.read_json(str(path))
+
+
+@pytest.mark.parametrize("error, reason", [
+    (ValueError(), "ValueError: "), (ValueError("x" * 150 + "\nsecond line"), "ValueError: " + "x" * 100),
+    (TypeError("one\ntwo"), "TypeError: one"), (RecursionError("deep"), "RecursionError: deep"),
+])
+def test_an_unexpected_error_is_a_one_line_rejection(monkeypatch, error, reason):
+    def fail(cert, progress=None):
+        raise error
+
+    monkeypatch.setattr(symbounds_kernel, "check", fail)
+    assert symbounds_kernel.check_file(str(SMALL_PATH)) == (False, reason)
