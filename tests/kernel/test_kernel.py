@@ -595,3 +595,21 @@ def test_an_unexpected_error_is_a_one_line_rejection(monkeypatch, error, reason)
 
     monkeypatch.setattr(symbounds_kernel, "check", fail)
     assert symbounds_kernel.check_file(str(SMALL_PATH)) == (False, reason)
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    """Opening a FIFO for reading blocks until a writer comes, unless it is opened non-blocking."""
+    import os
+    import threading
+
+    fifo = tmp_path / "cert.json"
+    os.mkfifo(fifo)
+    result = []
+    t = threading.Thread(target=lambda: result.append(pytest.raises(read.Unreadable, read.read_json, str(fifo))),
+                         daemon=True)
+    t.start()
+    t.join(10)
+    blocked = t.is_alive()
+    if blocked:  # release the reader
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert not blocked and "not a regular file" in str(result[0].value)
