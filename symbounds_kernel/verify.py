@@ -11,6 +11,7 @@ network ``T`` of the embedded model file.  It is accepted when
    the box being bisected (up to ``SPLITS`` times) where one enclosure is too wide.
 """
 
+import decimal
 import hashlib
 import json
 from fractions import Fraction
@@ -82,7 +83,10 @@ def check(cert, progress=None) -> str:
                 progress(i + 1, len(boxes))
     finally:
         ctx.prec = old
-    return f"{len(boxes)} boxes cover [0,1]^{d}; sup |T - g| <= {float(max(b for *_, b in boxes)):.6g} <= eps = {eps}"
+    top = max(b for *_, b in boxes)
+    with decimal.localcontext(prec=6, rounding=decimal.ROUND_CEILING):  # printed rounded up
+        shown = decimal.Decimal(top.numerator) / top.denominator
+    return f"{len(boxes)} boxes cover [0,1]^{d}; sup |T - g| <= {shown} <= eps = {eps}"
 
 
 def _boxes(raw, d, eps):

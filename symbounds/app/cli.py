@@ -238,10 +238,14 @@ def _check(args) -> int:
               f"sup |T - g| <= {decimal_up(Fraction(info['max_bound']), 6)} <= eps = {info['eps']}")
     import symbounds_kernel
 
+    bar = Bar(args, "box")
     try:
-        ok, reason = symbounds_kernel.check_file(args.certificate)
+        ok, reason = symbounds_kernel.check_file(
+            args.certificate, progress=lambda done, total: bar(done, total, "boxes re-checked by the kernel"))
     except symbounds_kernel.Unreadable as e:
         ok, reason = False, str(e)
+    finally:
+        bar.close()
     print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}")
     if not ok and not full:
         print(f"symbounds: certificate rejected by the independent kernel: {reason}", file=sys.stderr)

@@ -78,6 +78,9 @@ def test_accepts_every_stored_certificate(path):
     assert ok, reason
     cert = json.loads(path.read_text())
     assert f"{len(cert['boxes'])} boxes" in reason
+    shown = Fraction(reason.split("<= ")[1].split(" ")[0])  # the largest bound, rounded up
+    top = Fraction(cert["max_bound"])
+    assert top <= shown <= top * (1 + Fraction(1, 10**5))
 
 
 CORPUS = {  # file -> (exit code, words of the reason)
