@@ -265,8 +265,8 @@ def _softmax(s, h, d):
 
 def _hardmax(s, h, d):
     """``(e, 1)`` with ``e`` one-hot at the score that exceeds every other over the whole box."""
-    rng = [tm.enclosure(t, h) for t in s]
-    top = [k for k, a in enumerate(rng) if all(a > b for j, b in enumerate(rng) if j != k)]
+    ends = [(t.c - tm.spread(t, h), t.c + tm.spread(t, h)) for t in s]  # not a union: its radius is rounded
+    top = [k for k, (lo, _) in enumerate(ends) if all(lo > hi for j, (_, hi) in enumerate(ends) if j != k)]
     if len(top) != 1:
         raise ArithmeticError("a hardmax row whose winner is not decided over the box")
     return [tm.const(arb(1), d) if k == top[0] else None for k in range(len(s))], tm.const(arb(1), d)
