@@ -616,3 +616,26 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     if blocked:  # release the reader
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
     assert not blocked and "not a regular file" in str(result[0].value)
+
+
+def test_the_read_is_bounded_by_the_limit_plus_one_byte(tmp_path, monkeypatch):
+    """A file far above the limit is read no further than LIMIT + 1 bytes (no size is trusted)."""
+    path = tmp_path / "big.json"
+    with open(path, "wb") as f:
+        f.truncate(1 << 24)  # 16 MiB of zeros, sparse
+    asked = []
+    real = read.os.fdopen
+
+    def fdopen(*args, **kw):
+        f = real(*args, **kw)
+        inner = f.read
+        f.read = lambda n=-1: asked.append(n) or inner(n)
+        return f
+
+    monkeypatch.setattr(read.os, "fdopen", fdopen)
+    monkeypatch.setattr(read, "LIMIT", 1000)
+    with pytest.raises(read.Unreadable, match="larger than 1000 bytes"):
+        read.read_json(str(path))
+    assert asked == [1001]
+    with pytest.raises(read.Unreadable, match=re.escape(f"{tmp_path / 'missing.json'}: No such file or directory")):
+        read.read_json(str(tmp_path / "missing.json"))
