@@ -639,3 +639,19 @@ def test_the_read_is_bounded_by_the_limit_plus_one_byte(tmp_path, monkeypatch):
     assert asked == [1001]
     with pytest.raises(read.Unreadable, match=re.escape(f"{tmp_path / 'missing.json'}: No such file or directory")):
         read.read_json(str(tmp_path / "missing.json"))
+
+
+def test_read_errors_name_the_file_and_are_cut_at_80_characters(tmp_path, monkeypatch):
+    path = tmp_path / "c.json"
+    path.write_bytes(b"[" + b" " * 200000 + b"\xc3(")  # a decoding error at position 200001
+    with pytest.raises(read.Unreadable) as info:
+        read.read_json(str(path))
+    message = "'utf-8' codec can't decode byte 0xc3 in position 200001: invalid continuation byte"
+    assert str(info.value) == f"{path}: not JSON of a certificate ({message[:80]})"
+
+    def broken(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(read.os, "fstat", broken)
+    with pytest.raises(read.Unreadable, match=re.escape(f"{path}: Input/output error")):
+        read.read_json(str(path))
