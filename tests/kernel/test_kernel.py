@@ -259,7 +259,7 @@ def test_bounded_read(tmp_path, monkeypatch):
     path.write_text('{"a": "12"}')
     with pytest.raises(read.Unreadable, match="larger than 10 bytes"):
         read.read_json(str(path))
-    for text, words in [('{"a": "1", "a": "2"}', "duplicate"), ("[1.5]", "1.5"), ("[NaN]", "NaN"),
+    for text, words in [('{"a": "1", "a": "2"}', r"\(a duplicate key\)$"), ("[1.5]", "1.5"), ("[NaN]", "NaN"),
                         ("[Infinity]", "Infinity"), ("\xff", "JSON"), ("{", "JSON")]:
         path.write_bytes(text.encode("latin-1"))
         monkeypatch.setattr(read, "LIMIT", 100)
