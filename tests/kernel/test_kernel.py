@@ -161,6 +161,8 @@ def test_a_bound_below_one_enclosure_is_proved_on_halves(monkeypatch):
     monkeypatch.setattr(verify, "SPLITS", 0)
     with pytest.raises(read.Rejected, match="box 20"):
         _check(cert)
+    b["bound"] = str(one)  # exactly the kernel's own upper end: proved with no bisection
+    assert _check(cert)
 
 
 def test_every_box_is_evaluated_the_last_one_too():
