@@ -149,10 +149,10 @@ def test_a_bound_below_one_enclosure_is_proved_on_halves(monkeypatch):
     """A box whose kernel enclosure misses its bound is bisected; with no bisection allowed the
     same certificate is rejected."""
     cert = copy.deepcopy(SMALL)
-    net = Network(cert["model"], 1)
     b = cert["boxes"][20]
     lo, hi = [Fraction(b["lo"][0])], [Fraction(b["hi"][0])]
     with _prec():
+        net = Network(cert["model"], 1)  # at the kernel's precision, as in the check
         one = verify._upper(abs(net.enclose(lo, hi) - evaluate(parse(cert["target"], 1), [verify._interval(lo[0], hi[0])])))
     halves = [verify._proves(net, parse(cert["target"], 1), lo, hi, one * Fraction(999, 1000), 1)]
     assert halves == [True]
