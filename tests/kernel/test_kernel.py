@@ -662,3 +662,35 @@ def test_read_errors_name_the_file_and_are_cut_at_80_characters(tmp_path, monkey
         except read.Unreadable as e:
             raised = str(e)
     assert raised == f"{path}: Input/output error"
+
+
+class _FakeNet:
+    """Encloses T by 0 on boxes that ``ok`` accepts and by [+/- 100] elsewhere; records each box."""
+
+    def __init__(self, ok):
+        self.ok, self.seen = ok, []
+
+    def enclose(self, lo, hi):
+        self.seen.append((list(lo), list(hi)))
+        return arb(0) if self.ok(lo, hi) else arb(0).union(arb(100))
+
+
+def test_bisection_halves_the_widest_side_and_counts_its_depth():
+    F = Fraction
+    small = lambda lo, hi: all(b - a <= F(1, 4) for a, b in zip(lo, hi))
+    zero = ("num", F(0))
+    with _prec():
+        net = _FakeNet(small)
+        assert verify._proves(net, zero, [F(0), F(0)], [F(1), F(1, 2)], F(1), 1) is False
+        assert net.seen == [([0, 0], [1, F(1, 2)]), ([0, 0], [F(1, 2), F(1, 2)])]
+        net = _FakeNet(small)
+        assert verify._proves(net, zero, [F(0), F(0)], [F(1), F(1, 2)], F(1), 2) is False
+        net = _FakeNet(small)
+        assert verify._proves(net, zero, [F(0), F(0)], [F(1), F(1, 2)], F(1), 3) is True
+        assert net.seen[:4] == [([0, 0], [1, F(1, 2)]), ([0, 0], [F(1, 2), F(1, 2)]),
+                                ([0, 0], [F(1, 4), F(1, 2)]), ([0, 0], [F(1, 4), F(1, 4)])]
+        assert ([F(3, 4), F(1, 4)], [1, F(1, 2)]) in net.seen and len(net.seen) == 15
+        # the left half passes at once, the right one needs two more levels
+        net = _FakeNet(lambda lo, hi: small(lo, hi) or (hi[0] <= F(1, 2) and max(b - a for a, b in zip(lo, hi)) <= F(1, 2)))
+        assert verify._proves(net, zero, [F(0), F(0)], [F(1), F(1, 2)], F(1), 1) is False
+        assert net.seen[-1] == ([F(1, 2), 0], [1, F(1, 2)])
