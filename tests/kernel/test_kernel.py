@@ -694,3 +694,10 @@ def test_bisection_halves_the_widest_side_and_counts_its_depth():
         net = _FakeNet(lambda lo, hi: small(lo, hi) or (hi[0] <= F(1, 2) and max(b - a for a, b in zip(lo, hi)) <= F(1, 2)))
         assert verify._proves(net, zero, [F(0), F(0)], [F(1), F(1, 2)], F(1), 1) is False
         assert net.seen[-1] == ([F(1, 2), 0], [1, F(1, 2)])
+
+
+def test_no_boxes_is_named_exactly():
+    cert = copy.deepcopy(SMALL)
+    cert["boxes"] = []
+    with pytest.raises(read.Rejected, match=r"^no boxes$"):
+        _check(cert)
