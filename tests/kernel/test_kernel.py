@@ -193,6 +193,9 @@ def test_every_box_is_evaluated_the_last_one_too():
     (lambda c: c["boxes"][0].update(bound="1/1000000", lo=["0"], hi=["0"]), "box 0 is not a non-empty"),
     (lambda c: c.update(model_sha256="0" * 64), "model_sha256"),
     (lambda c: c.update(eps="1/0"), "zero denominator"),
+    (lambda c: c["boxes"][0].update(lo=["0.0"]), "box 0: '0.0' is not a rational string"),
+    (lambda c: c["boxes"][0].update(hi=["1e-2"]), "box 0: '1e-2' is not a rational string"),
+    (lambda c: c["boxes"][0].update(bound="0.1"), "box 0: '0.1' is not a rational string"),
 ])
 def test_rejects_malformed_and_inconsistent_fields(edit, words):
     cert = copy.deepcopy(SMALL)
