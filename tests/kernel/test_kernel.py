@@ -543,7 +543,7 @@ def test_hardmax_ranges_that_touch_are_not_a_decided_winner():
     [1/2, 3/4] the scores' ranges [1/2, 3/4] and {1/2} touch, so no winner is decided."""
     net = Network(TIED, 1)
     with _prec():
-        with pytest.raises(ArithmeticError, match="a hardmax row whose winner is not decided over the box"):
+        with pytest.raises(ArithmeticError, match="^a hardmax row whose winner is not decided over the box$"):
             net.enclose([Fraction(1, 2)], [Fraction(3, 4)])
         assert _contains(net.enclose([Fraction(5, 8)], [Fraction(3, 4)]), Fraction(0))
     const = {**TIED, "embedding": {**TIED["embedding"], "base": [["1/2", "1/2"], ["1", "1"], ["0", "1"]],
