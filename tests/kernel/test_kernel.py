@@ -101,7 +101,7 @@ CORPUS = {  # file -> (exit code, words of the reason)
     "eps_changed": (1, "is not in [0, eps]"),
     "eps_changed_in_the_claim_only": (1, "instance"),
     "eps_nan": (1, "eps"),
-    "format_version_changed": (1, "unknown format"),
+    "format_version_changed": (1, "unknown format 'symbounds-certificate/2'"),
     "json_float_bound": (2, "0.001"),
     "max_bound_lowered": (1, "max_bound"),
     "model_format_version_changed": (1, "symbounds-transformer/1"),
@@ -179,7 +179,7 @@ def test_every_box_is_evaluated_the_last_one_too():
     (lambda c: c["instance"].update(paper="alcalde"), "instance"),
     (lambda c: c["instance"].update(d=2), "instance"),
     (lambda c: c.update(d=0, claim="sup over [0,1]^0 of |T(x) - g(x)| <= eps"), "'d'"),
-    (lambda c: c.update(d=True), "'d'"),
+    (lambda c: c.update(d=True), "certificate: 'd' is missing or not int"),
     (lambda c: c.update(claim="sup <= eps"), "wording"),
     (lambda c: c.update(eps="0") or c["instance"].update(eps="0"), "eps is not positive"),
     (lambda c: c.update(extra=1), "fields"),
@@ -704,3 +704,9 @@ def test_no_boxes_is_named_exactly():
     cert["boxes"] = []
     with pytest.raises(read.Rejected, match=r"^no boxes$"):
         _check(cert)
+
+
+def test_a_bound_equal_to_eps_is_accepted():
+    cert = copy.deepcopy(SMALL)
+    cert["boxes"][0]["bound"] = cert["max_bound"] = cert["eps"]
+    assert _check(cert).startswith("64 boxes")
