@@ -309,6 +309,7 @@ def _certify(args) -> int:
 
 
 def _check(args) -> int:
+    """The full re-verification, then the independent kernel (docs/checking.md); 0 if both accept."""
     from ..core.certificate import CertificateError, NotACertificate, load_certificate
     from ..core.exact import decimal_up
     from ..papers import check_certificate
@@ -318,18 +319,33 @@ def _check(args) -> int:
     except CertificateError as e:
         raise UsageError(str(e)) from None
     bar = Bar(args, "box")
+    full = 0
     try:
         info = check_certificate(cert, progress=lambda done, total: bar(done, total, "boxes re-checked"))
     except NotACertificate as e:
         raise UsageError(f"{args.certificate}: {e}") from None
     except CertificateError as e:
         print(f"symbounds: certificate rejected: {e}", file=sys.stderr)
-        return 1
+        full = 1
     finally:
         bar.close()
-    print(f"certificate valid: {info['boxes']} boxes cover [0,1]^{info['d']}, every box re-evaluated, "
-          f"sup |T - g| <= {decimal_up(Fraction(info['max_bound']), 6)} <= eps = {info['eps']}")
-    return 0
+    if not full:
+        print(f"certificate valid: {info['boxes']} boxes cover [0,1]^{info['d']}, every box re-evaluated, "
+              f"sup |T - g| <= {decimal_up(Fraction(info['max_bound']), 6)} <= eps = {info['eps']}")
+    import symbounds_kernel
+
+    bar = Bar(args, "box")
+    try:
+        ok, reason = symbounds_kernel.check_file(
+            args.certificate, progress=lambda done, total: bar(done, total, "boxes re-checked by the kernel"))
+    except symbounds_kernel.Unreadable as e:
+        ok, reason = False, str(e)
+    finally:
+        bar.close()
+    print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}")
+    if not ok and not full:
+        print(f"symbounds: certificate rejected by the independent kernel: {reason}", file=sys.stderr)
+    return 1 if full or not ok else 0
 
 
 def _sweep(args) -> int:
