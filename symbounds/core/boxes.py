@@ -54,6 +54,8 @@ __all__ = [
 
 #: Boxes per batch of the float pass (a worker's unit of work).
 BATCH = 256
+#: The box budget of :class:`CertifyOptions` when ``max_boxes`` is None.
+DEFAULT_MAX_BOXES = 200_000
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class CertifyOptions:
     prec: int = 128
     initial: int | None = None  # boxes per axis to start with (default by dimension)
     min_width: Fraction = Fraction(1, 2**20)
-    max_boxes: int = 200_000
+    max_boxes: int | None = DEFAULT_MAX_BOXES  # None: DEFAULT_MAX_BOXES (callers that know P scale it)
     workers: int = 1  # local processes
     scheduler: str | None = None  # a Dask scheduler address (optional extra "dask")
     model_prec: int = 192
@@ -617,7 +619,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     ceps = BallContext(opts.prec).convert(eps)
     try:
         while queue and counter is None:
-            if evaluated + len(queue) > opts.max_boxes:
+            if evaluated + len(queue) > (opts.max_boxes if opts.max_boxes is not None else DEFAULT_MAX_BOXES):
                 undecided.extend(queue)
                 break
             workers = dask.workers if dask is not None else max(1, opts.workers if pool is not None else 1)
