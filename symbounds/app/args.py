@@ -268,9 +268,9 @@ class Bar:
 def _duration(seconds: float) -> str:
     """``42 s``, ``7 min``, ``3.5 h``."""
     if seconds < 120:
-        return f"{int(round(seconds))} s"
+        return f"{round(seconds)} s"
     if seconds < 7200:
-        return f"{int(round(seconds / 60))} min"
+        return f"{round(seconds / 60)} min"
     return f"{seconds / 3600:.1f} h"
 
 

@@ -27,10 +27,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import outward as fo
 from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .expr import parse_target, variables
-from . import outward as fo
 from .float_boxes import evaluator
 from .float_target import compile_target
 from .modelfile import model_from_json
@@ -312,9 +312,7 @@ def _centre_verdicts(ball, g, xs, gt, cs, lo, hi, lims):
     verdicts, ests = [], []
     for k, c in enumerate(cs):
         a, b = float(e_lo[k]), float(e_hi[k])
-        if not (np.isfinite(a) and np.isfinite(b)):
-            v = _centre_verdict(ball, g, xs, c, lo[k], hi[k], lims[k])
-        elif Fraction(a) > lims[k]:  # a violation: written out (and decided once more) in balls
+        if not (np.isfinite(a) and np.isfinite(b)) or Fraction(a) > lims[k]:
             v = _centre_verdict(ball, g, xs, c, lo[k], hi[k], lims[k])
         else:
             v = False if Fraction(b) <= lims[k] else None

@@ -380,7 +380,7 @@ class FloatTarget:
             with ctx.scope():
                 try:
                     v = ctx.from_sympy(e)
-                except Exception:  # a constant Arb cannot enclose: leave it to Arb per box
+                except (ValueError, TypeError, ArithmeticError, NotImplementedError):  # left to Arb per box
                     return self._emit("fail")
             return self._emit("const", param=_ball_interval(v))
         args = [self._compile(a, xs) for a in e.args]
@@ -389,7 +389,7 @@ class FloatTarget:
         if isinstance(e, sp.Mul):
             return self._emit("mul", args)
         if isinstance(e, sp.Pow):
-            base, ex = e.args
+            _base, ex = e.args
             if ex.is_Integer:
                 return self._emit("powi", args[:1], int(ex))
             if ex.is_Rational and ex.q == 2:

@@ -3,7 +3,7 @@ scaled to the instance, and the refusal (one line, exit 2) when the estimated me
 is available."""
 
 import pytest
-from cli_helpers import run_cli  # noqa: E402
+from cli_helpers import run_cli
 
 from symbounds.papers import shi_liao as sl
 from symbounds.papers.shi_liao import certificate as slc

@@ -50,7 +50,7 @@ def available_memory() -> int | None:
 def default_max_boxes(P: int, d: int) -> int:
     """The box budget when none is given: ``max(200000, 8 d P^1.5)``, about four times the boxes
     the d = 2 and d = 3 certificates evaluate (which grow like ``P^1.5``; BENCHMARKS.md)."""
-    return max(200_000, min(10**8, 8 * d * int(round(P**1.5))))
+    return max(200_000, min(10**8, 8 * d * round(P**1.5)))
 
 
 def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, CertifyResult]:
