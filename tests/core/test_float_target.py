@@ -234,3 +234,34 @@ def test_float_target_bounds_against_arb_target_bounds():
         least = point_error(model, K.g, 2, box.centre, 300).lower()
         assert arb_of(float(f)) >= least or flint.arb(f.numerator) / f.denominator >= least
         assert f <= a * (1 + F(1, 10**9)), (float(f), float(a))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**10), st.integers(0, 2**10), st.floats(-1, 1), st.floats(0, 0.3)),
+                min_size=1, max_size=8),
+       st.sampled_from([F(1, 100), F(9, 50), F(1, 2)]))
+def test_centre_verdicts_in_floats_agree_with_300_bit_balls(rows, eps):
+    """A centre's verdict from the float target: "disproved" (False) only when ``|T - g(c)| <= eps``
+    holds for every ``T`` in the model's centre enclosure, a violation only when ``> eps`` holds
+    for all of them (both decided again here in 300-bit balls)."""
+    from symbounds.core import boxes as bx
+
+    g = parse_target("sin(x1+x2)/2 + log(1 + x1)", 2)
+    xs = variables(2)
+    cs = [(F(a, 2**10), F(b, 2**10)) for a, b, _, _ in rows]
+    lo = np.array([t - w for _, _, t, w in rows])
+    hi = np.array([t + w for _, _, t, w in rows])
+    verdicts, est = bx._centre_verdicts(BallContext(128), g, xs, ft.compile_target(g, 2), cs, lo, hi,
+                                        [eps] * len(cs))
+    ctx = BallContext(PREC)
+    with ctx.scope():
+        e = ctx.convert(eps)
+        for c, a, b, v, m in zip(cs, lo, hi, verdicts, est):
+            gv = ctx.from_sympy(g, env={x: ctx.convert(q) for x, q in zip(xs, c)})
+            worst = max(arb_of(b) - gv, gv - arb_of(a))  # the largest |T - g(c)| over [a, b]
+            least = max(arb_of(a) - gv, gv - arb_of(b))  # its smallest, when positive
+            if v is False:
+                assert not (worst > e), (c, a, b)
+            elif v:
+                assert least > e, (c, a, b, v)
+            assert m is not None and abs(m - abs(float((arb_of(a) + arb_of(b)).mid()) / 2 - float(gv.mid()))) < 1e-9
