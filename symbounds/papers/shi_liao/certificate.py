@@ -22,8 +22,8 @@ from .construction import build
 __all__ = ["certify_instance", "default_max_boxes", "rebuild", "setup_memory_estimate"]
 
 #: Peak memory of the model file and float setup per ``P^2`` (bytes), fitted with a margin on
-#: ``benchmarks/bench_certify_memory.py`` (BENCHMARKS.md: 168 bytes per P^2 measured at P = 576, and
-#: less than P^2 growth from P = 256); six times that.
+#: ``benchmarks/bench_certify_memory.py`` (BENCHMARKS.md: 168 and 142 bytes per P^2 measured at
+#: P = 576 and 1024, growing less than P^2); six to seven times that.
 SETUP_BYTES_PER_P2 = 1024
 #: Memory of the interpreter and libraries before the setup (bytes).
 SETUP_BASE_BYTES = 400 * 2**20
