@@ -271,18 +271,34 @@ class Bar:
             units = self.unit + ("es" if self.unit.endswith(("x", "s")) else "s")
             self._line(f"{done} of {total} {units}" + (f" ({label})" if label else ""))
 
-    def volume(self, fraction, boxes, what="the cube's volume"):
+    def volume(self, fraction, boxes, what="the cube's volume", estimate=False):
         """``fraction`` (exact, in [0, 1]) of ``what`` certified so far, after ``boxes`` box evaluations.
-        The percentage shown is rounded down (never more than is certified)."""
+        The percentage shown is rounded down (never more than is certified).  With ``estimate``,
+        also the volume left (rounded up) and the time it would take at the rate since the first
+        call (volume per second; the boxes near the hardest regions come last, so it is a guess
+        that tends low)."""
         pct = (Fraction(fraction) * 100).__floor__()
+        now = self.clock()
+        if getattr(self, "_first", None) is None:
+            self._first = (now, Fraction(fraction))
+        left = ""
+        if estimate and fraction < 1:
+            t1, f1 = self._first
+            rest = ((1 - Fraction(fraction)) * 100).__ceil__()
+            left = f"{rest}% left"
+            if fraction > f1 and now > t1:
+                more = float((1 - Fraction(fraction)) / (Fraction(fraction) - f1)) * (now - t1)
+                left += f" (about {_duration(more)} more at this rate)"
         if self.bar is not None:
             self.bar.total = 100
             self.bar.unit = "%"  # the bar counts percent of the volume, so its rate is %/s (boxes: the label)
             self.bar.set_description(f"{boxes} boxes")
+            if left:
+                self.bar.set_postfix_str(left, refresh=False)
             self.bar.n = pct
             self.bar.refresh()
         elif self.lines:
-            self._line(f"{pct}% of {what} certified, {boxes} boxes")
+            self._line(f"{pct}% of {what} certified, {boxes} boxes" + (f", {left}" if left else ""))
 
     def stage(self, label):
         """A step without a count (e.g. "placing tokens at 256 bits")."""
@@ -302,6 +318,15 @@ class Bar:
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``7 min``, ``3.5 h``."""
+    if seconds < 120:
+        return f"{round(seconds)} s"
+    if seconds < 7200:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _is_terminal(stream) -> bool:

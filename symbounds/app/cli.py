@@ -110,7 +110,9 @@ def _certify_arguments(c) -> None:
     c.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     c.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="a Dask scheduler address (tcp://host:port) to spread boxes over (extra: dask)")
-    c.add_argument("--max-boxes", type=int, default=200_000, help="give up (undecided) after this many boxes")
+    c.add_argument("--max-boxes", type=int, default=None,
+                   help="give up (undecided) after this many boxes (default: scaled to the instance, "
+                        "max(200000, 8 d P^1.5); with --model 200000)")
     c.add_argument("--bisect", choices=["widest", "gradient"], default="widest",
                    help="halve a box along its widest side, or along the input that widens its bound most")
     c.add_argument("--arb-only", action="store_true",
@@ -265,6 +267,10 @@ def _certify(args) -> int:
     from .usermodel import check_certificate_out, run_model_certify, save_certificate
 
     if args.model is not None or args.spec is not None:
+        if args.max_boxes is None:
+            from ..core.boxes import DEFAULT_MAX_BOXES
+
+            args.max_boxes = DEFAULT_MAX_BOXES
         return run_model_certify(args)
     if args.timeout is not None:
         raise UsageError("--timeout is used with --model --spec (the whole-cube search has --max-boxes)")
@@ -273,14 +279,15 @@ def _certify(args) -> int:
               "are too wide to decide any box")
     if not (1 <= args.workers <= 256):
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
-    if not (1 <= args.max_boxes <= 10**8):
+    if args.max_boxes is not None and not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
     check_certificate_out(args)
     bar = Bar(args, "box")
     try:
         cert, res = certify_instance(
             inst, CertifyOptions(prec=args.prec, workers=args.workers, scheduler=args.scheduler,
-                                 max_boxes=args.max_boxes, fast=not args.arb_only, split=args.bisect), bar.volume)
+                                 max_boxes=args.max_boxes, fast=not args.arb_only, split=args.bisect),
+            lambda f, n: bar.volume(f, n, estimate=True))
     except ValueError as e:
         raise UsageError(str(e)) from None
     finally:

@@ -25,10 +25,14 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
+from . import outward as fo
 from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .expr import parse_target, variables
 from .float_boxes import evaluator
+from .float_target import compile_target
 from .modelfile import model_from_json
 from .taylor import TaylorContext
 from .transformer import forward
@@ -50,6 +54,8 @@ __all__ = [
 
 #: Boxes per batch of the float pass (a worker's unit of work).
 BATCH = 256
+#: The box budget of :class:`CertifyOptions` when ``max_boxes`` is None.
+DEFAULT_MAX_BOXES = 200_000
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ class CertifyOptions:
     prec: int = 128
     initial: int | None = None  # boxes per axis to start with (default by dimension)
     min_width: Fraction = Fraction(1, 2**20)
-    max_boxes: int = 200_000
+    max_boxes: int | None = DEFAULT_MAX_BOXES  # None: DEFAULT_MAX_BOXES (callers that know P scale it)
     workers: int = 1  # local processes
     scheduler: str | None = None  # a Dask scheduler address (optional extra "dask")
     model_prec: int = 192
@@ -163,10 +169,14 @@ def box_bound(model, g, d: int, box: Box, prec: int) -> Fraction | None:
 #: Float bounds are recorded rounded up to this many significant bits: re-running the float pass
 #: (e.g. with another BLAS thread count, which may sum in another order) then stays below them.
 RECORD_BITS = 30
+#: A float bound that misses its limit by at most this much (relative to the sizes involved) is
+#: recomputed with the target in Arb balls, which can differ from the floats only by rounding.
+ARB_SLACK = 2.0**-36
 
 
 def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None, recheck=False,
-               centres: list | None = None, axes: list | None = None, arb: bool = True) -> list:
+               centres: list | None = None, axes: list | None = None, arb: bool = True,
+               estimates: list | None = None) -> list:
     """``[bound or None]`` for each box: :func:`box_bound` for a batch.
 
     With a float evaluator ``fast`` (:func:`float_evaluator`), every box is first enclosed in
@@ -184,27 +194,50 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
     own enclosure at the box's centre proves ``|T - g| >`` the limit (the error's enclosure as
     text), disproves it (False) or cannot tell (None); see :func:`centre_refutes` for a tighter
     second look.  ``axes``, a list, receives for each box the input whose linear term widens
-    the enclosure most (None where the floats did not enclose the box)."""
+    the enclosure most (None where the floats did not enclose the box).  ``estimates``, a list,
+    receives for those boxes the distance of the model's centre value from ``g``'s there (a
+    float; None where unknown): a likely violation when it exceeds the limit.
+
+    The target is enclosed over the boxes in outward-rounded floats, compiled once
+    (:func:`symbounds.core.float_target.compile_target`); in Arb balls where the floats cannot
+    enclose it, or where the float bound misses its limit by no more than rounding could explain
+    (relative :data:`ARB_SLACK`), or, with ``recheck``, wherever it misses."""
     out: list = [None] * len(boxes)
     todo = range(len(boxes))
     if centres is not None:
         centres[:] = [None] * len(boxes)
     if axes is not None:
         axes[:] = [None] * len(boxes)
+    if estimates is not None:
+        estimates[:] = [None] * len(boxes)
     if fast is not None and boxes:
         lo, hi, ok, clo, chi, ax = fast.enclose([b.lo for b in boxes], [b.hi for b in boxes])
         if axes is not None:
             axes[:] = [int(a) if a >= 0 else None for a in ax]
         ball = BallContext(prec)
         xs = variables(d)
+        gt = compile_target(g, d)
+        glo, ghi = gt.enclose_boxes(boxes)
+        with np.errstate(all="ignore"):
+            fbound = np.maximum(fo.up(hi - glo), fo.up(ghi - lo))  # |T - g| <= max(T_hi - g_lo, g_hi - T_lo)
+            scale = np.abs(glo) + np.abs(ghi) + np.abs(lo) + np.abs(hi)
         todo = []
+        missed = []
         for i, box in enumerate(boxes):
             bound = None
-            if ok[i]:
-                bound = _float_box_bound(ball, g, xs, box, lo[i], hi[i])
-            if centres is not None and ok[i] and limits is not None and (bound is None or bound > limits[i]):
-                centres[i] = _centre_verdict(ball, g, xs, box.centre, clo[i], chi[i], limits[i])
             lim = None if limits is None else limits[i]
+            if ok[i]:
+                fb = float(fbound[i])
+                if np.isfinite(fb):
+                    bound = Fraction(fb)
+                if bound is None or (lim is not None and bound > lim
+                                     and (recheck or fb - float(lim) <= ARB_SLACK * float(scale[i]) + ARB_SLACK**2)):
+                    # undefined in floats, or missed by no more than rounding: g in Arb balls
+                    arb_bound = _float_box_bound(ball, g, xs, box, lo[i], hi[i])
+                    if bound is None or (arb_bound is not None and arb_bound < bound):
+                        bound = arb_bound
+            if centres is not None and ok[i] and limits is not None and (bound is None or bound > limits[i]):
+                missed.append(i)
             if bound is not None and lim is not None:
                 if bound <= lim:
                     bound = min(_round_up(bound), lim)
@@ -214,6 +247,13 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
                 todo.append(i)
             else:
                 out[i] = bound
+        if missed:
+            verdicts, est = _centre_verdicts(ball, g, xs, gt, [boxes[i].centre for i in missed],
+                                             clo[missed], chi[missed], [limits[i] for i in missed])
+            for i, v, e in zip(missed, verdicts, est):
+                centres[i] = v
+                if estimates is not None:
+                    estimates[i] = e
     if fast is None or arb:
         for i in todo:
             out[i] = box_bound(model, g, d, boxes[i], prec)
@@ -259,6 +299,29 @@ def _centre_verdict(ball, g, xs, c, lo: float, hi: float, eps):
         return _violation(abs(ball.interval(Fraction(lo), Fraction(hi)) - gv), ball.convert(eps))
 
 
+def _centre_verdicts(ball, g, xs, gt, cs, lo, hi, lims):
+    """:func:`_centre_verdict` for the centres ``cs`` with ``T(c)`` in ``[lo_k, hi_k]``, ``g(c)``
+    enclosed by the compiled float target ``gt`` (balls where it cannot, or to write out a
+    violation); also each centre's estimate ``|mid T - mid g|`` (a float)."""
+    glo, ghi = gt.enclose_boxes([Box(c, c) for c in cs])
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        e_lo = np.maximum(fo.down(lo - ghi), fo.down(glo - hi))
+        e_hi = np.maximum(fo.up(hi - glo), fo.up(ghi - lo))
+        est = np.abs((lo * 0.5 + hi * 0.5) - (glo * 0.5 + ghi * 0.5))
+    verdicts, ests = [], []
+    for k, c in enumerate(cs):
+        a, b = float(e_lo[k]), float(e_hi[k])
+        if not (np.isfinite(a) and np.isfinite(b)) or Fraction(a) > lims[k]:
+            v = _centre_verdict(ball, g, xs, c, lo[k], hi[k], lims[k])
+        else:
+            v = False if Fraction(b) <= lims[k] else None
+        verdicts.append(v)
+        e = float(est[k])
+        ests.append(e if np.isfinite(e) else None)
+    return verdicts, ests
+
+
 def centre_refutes(model, g, d: int, boxes: list, prec: int, fast, eps) -> list:
     """For each box: the enclosure of ``|T - g|`` at its centre as text when ``> eps`` is proved
     there in outward-rounded floats, False when disproved, None when the floats cannot decide (no
@@ -269,7 +332,14 @@ def centre_refutes(model, g, d: int, boxes: list, prec: int, fast, eps) -> list:
     lo, hi, ok = fast.ranges(cs, cs)
     ball = BallContext(prec)
     xs = variables(d)
-    return [_centre_verdict(ball, g, xs, c, lo[i], hi[i], eps) if ok[i] else None for i, c in enumerate(cs)]
+    idx = [i for i in range(len(cs)) if ok[i]]
+    out: list = [None] * len(cs)
+    if idx:
+        verdicts, _ = _centre_verdicts(ball, g, xs, compile_target(g, d), [cs[i] for i in idx], lo[idx], hi[idx],
+                                       [eps] * len(idx))
+        for i, v in zip(idx, verdicts):
+            out[i] = v
+    return out
 
 
 def point_error(model, g, d: int, x, prec: int):
@@ -295,6 +365,7 @@ def _worker_init(model_json, target_text, d, prec, eps=None, fast=True, key=None
     _W.clear()
     _W["model"] = model_from_json(model_json)
     _W["g"] = parse_target(target_text, d)
+    compile_target(_W["g"], d)  # once per process (cached; forked workers inherit it)
     _W["d"] = d
     _W["prec"] = prec
     _W["eps"] = eps
@@ -358,16 +429,20 @@ def _worker_eval(boxes):
     fast = W["fast"]
     first: list = []
     axes: list = []
+    est: list = []
     bounds = box_bounds(W["model"], W["g"], W["d"], boxes, W["prec"], fast, [eps] * len(boxes), centres=first,
-                        axes=axes, arb=False)
+                        axes=axes, arb=False, estimates=est)
     missed = [i for i, b in enumerate(bounds) if b is None or b > eps]
     if fast is None:  # balls at every centre, as the boxes were
         ceps = BallContext(W["prec"]).convert(eps)
         for i in missed:
             first[i] = _violation(point_error(W["model"], W["g"], W["d"], boxes[i].centre, W["prec"]), ceps)
     else:
-        # the centre: first the box's own model at delta = 0, then (if that cannot tell) a float point pass
-        again = [i for i in missed if first[i] is None]
+        # the centre: first the box's own model at delta = 0, then (if that cannot tell, and its
+        # centre value is more than eps from g's, a likely violation) a float point pass; else the
+        # halves' centres, with tighter models, take over
+        feps = float(eps)
+        again = [i for i in missed if first[i] is None and (est[i] is None or est[i] > feps)]
         for i, v in zip(again, centre_refutes(W["model"], W["g"], W["d"], [boxes[i] for i in again], W["prec"],
                                               fast, eps)):
             first[i] = v
@@ -542,7 +617,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     ceps = BallContext(opts.prec).convert(eps)
     try:
         while queue and counter is None:
-            if evaluated + len(queue) > opts.max_boxes:
+            if evaluated + len(queue) > (opts.max_boxes if opts.max_boxes is not None else DEFAULT_MAX_BOXES):
                 undecided.extend(queue)
                 break
             workers = dask.workers if dask is not None else max(1, opts.workers if pool is not None else 1)

@@ -141,6 +141,20 @@ def test_off_a_terminal_a_line_at_most_every_interval():
     assert lines[-1] == "symbounds: certify: 100% of the cube's volume certified, 250 boxes, 25 s"
 
 
+def test_the_estimate_of_the_volume_and_time_left():
+    """One second per call, 1/25 of the volume each: at 5 s (4 s after the first call, 4/25 more
+    proved) 80% is left, 20 s at that rate; at 100% nothing is estimated."""
+    clock, stream = FakeClock(), io.StringIO()
+    bar = Bar(Args(), "box", stream=stream, clock=clock, interval=5)
+    for step in range(1, 26):
+        clock.t += 1
+        bar.volume(Fraction(step, 25), 10 * step, estimate=True)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == ("symbounds: certify: 20% of the cube's volume certified, 50 boxes, 80% left "
+                        "(about 20 s more at this rate), 5 s")
+    assert lines[-1] == "symbounds: certify: 100% of the cube's volume certified, 250 boxes, 25 s"
+
+
 def test_the_percentage_is_rounded_down():
     clock, stream = FakeClock(), io.StringIO()
     bar = Bar(Args(), "box", stream=stream, clock=clock, interval=0)
@@ -180,7 +194,7 @@ def test_certify_reports_the_certified_volume(capsys, every_call):
     code, _, err = run_cli(capsys, "certify", *SMALL)
     assert code == 0
     lines = _progress_lines(err, "certify")
-    pcts = [int(re.search(r": (\d+)% of the cube's volume certified, (\d+) boxes, \d+ s$", x).group(1))
+    pcts = [int(re.search(r": (\d+)% of the cube's volume certified, (\d+) boxes(, \d+% left.*)?, \d+ s$", x).group(1))
             for x in lines]
     assert len(pcts) > 10 and pcts == sorted(pcts) and pcts[-1] == 100 and all(0 <= p <= 100 for p in pcts)
     code, _, err = run_cli(capsys, "certify", *SMALL, "--quiet")

@@ -16,16 +16,58 @@ from ...core.exact import parse_number
 from ...core.modelfile import ModelFileError, model_to_json
 from ...core.version import __version__
 from .claims import measure_assumptions
-from .constants import Instance, constants
+from .constants import CERTIFY_MAX_TOKENS, Instance, constants
 from .construction import build
 
-__all__ = ["certify_instance", "rebuild"]
+__all__ = ["certify_instance", "default_max_boxes", "rebuild", "setup_memory_estimate"]
+
+#: Peak memory of the model file and float setup per ``P^2`` (bytes), fitted with a margin on
+#: ``benchmarks/bench_certify_memory.py`` (BENCHMARKS.md: 168 and 142 bytes per P^2 measured at
+#: P = 576 and 1024, growing less than P^2); six to seven times that.
+SETUP_BYTES_PER_P2 = 1024
+#: Memory of the interpreter and libraries before the setup (bytes).
+SETUP_BASE_BYTES = 400 * 2**20
+
+
+def setup_memory_estimate(P: int, d: int) -> int:
+    """Bytes the certificate's one-off work at ``P`` tokens needs (model file, float setup), an
+    over-estimate from measurements: ``SETUP_BASE_BYTES + SETUP_BYTES_PER_P2 P^2``."""
+    return SETUP_BASE_BYTES + SETUP_BYTES_PER_P2 * P * P
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (None where the system does not say)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def default_max_boxes(P: int, d: int) -> int:
+    """The box budget when none is given: ``max(200000, 8 d P^1.5)``, about four times the boxes
+    the d = 2 and d = 3 certificates evaluate (which grow like ``P^1.5``; BENCHMARKS.md)."""
+    return max(200_000, min(10**8, 8 * d * round(P**1.5)))
 
 
 def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, CertifyResult]:
     """Certify the construction of ``inst`` over the whole cube; returns (certificate, result).
-    ``progress(fraction, evaluated)``: see :func:`symbounds.core.boxes.certify_model`."""
-    K = constants(inst)
+    ``progress(fraction, evaluated)``: see :func:`symbounds.core.boxes.certify_model`.  Grids above
+    1024 tokens are accepted up to ``CERTIFY_MAX_TOKENS`` when the setup's estimated memory
+    (:func:`setup_memory_estimate`) fits in the memory available; ``opts.max_boxes = None``
+    takes :func:`default_max_boxes`."""
+    K = constants(inst, max_tokens=CERTIFY_MAX_TOKENS)
+    need, have = setup_memory_estimate(K.P, inst.d), available_memory()
+    if have is not None and need > have:
+        raise ValueError(f"P = {K.P} tokens: the certificate's setup needs about {need / 2**30:.1f} GiB, more than the "
+                         f"{have / 2**30:.1f} GiB of memory available; raise eps")
+    if opts.max_boxes is None:
+        from dataclasses import replace
+
+        opts = replace(opts, max_boxes=default_max_boxes(K.P, inst.d))
     mj = model_to_json(build(K), opts.model_prec)
     ball = BallContext(opts.prec)
     assumptions = [decide(ball, m) for m in measure_assumptions(ball, K)]
@@ -88,6 +130,6 @@ def rebuild(cert: dict, d: int, eps, target: str, model_prec: int, prec: int):
     )
     if type(inst_json.get("d")) is not int or inst_json.get("d") != d or parse_number(inst_json.get("eps", "0"), "instance.eps") != eps:
         raise CertificateError("the instance disagrees with the claim (d or eps)")
-    K = constants(inst)
+    K = constants(inst, max_tokens=CERTIFY_MAX_TOKENS)
     ball = BallContext(prec)
     return model_to_json(build(K), model_prec), [decide(ball, m) for m in measure_assumptions(ball, K)]

@@ -49,11 +49,14 @@ from ...core.exact import parse_number
 from ...core.expr import parse_target, variables
 
 __all__ = ["Instance", "Constants", "constants", "constants_from", "symbolic_constants", "default_target",
-           "MAX_TOKENS", "MAX_TRACED_TOKENS", "ROWS", "SYM", "sinpi", "cospi", "r_g_of", "grid_ratio", "P_paper_of",
+           "MAX_TOKENS", "CERTIFY_MAX_TOKENS", "MAX_TRACED_TOKENS", "ROWS", "SYM", "sinpi", "cospi", "r_g_of", "grid_ratio", "P_paper_of",
            "M_g_of", "M_of", "params_dense_of"]
 
-#: Largest grid the command accepts (layer 1 has P + 2 heads of P x P attention).
+#: Largest grid the commands accept (layer 1 has P + 2 heads of P x P attention).
 MAX_TOKENS = 1024
+#: Largest grid ``certify`` accepts; below it the memory its setup needs decides
+#: (:func:`symbounds.papers.shi_liao.certificate.setup_memory_estimate`).
+CERTIFY_MAX_TOKENS = 1 << 14
 #: Largest grid whose claims ``pou`` measures.  The claims read layer-1 attention weights from
 #: the trace, which holds the shared weights' distinct values, never P + 2 full P x P matrices
 #: (docs/performance.md), so this is the command's own limit.
@@ -429,30 +432,31 @@ def ceiling_exact(expr) -> int:
     raise ArithmeticError(f"cannot decide ceil({expr})")
 
 
-def _grid_fits(per_axis, d: int) -> None:
-    """Refuse, from a coarse enclosure, a grid with more than MAX_TOKENS tokens before its exact
+def _grid_fits(per_axis, d: int, max_tokens: int = MAX_TOKENS) -> None:
+    """Refuse, from a coarse enclosure, a grid with more than ``max_tokens`` tokens before its exact
     size is computed (an astronomically large ``m`` would need thousands of bits to round)."""
     from ...core.contexts import BallContext
 
     ctx = BallContext(64)
     v = ctx.from_sympy(per_axis)
     with ctx.scope():
-        if v.is_finite() and v > ctx.rational(MAX_TOKENS + 1):
+        if v.is_finite() and v > ctx.rational(max_tokens + 1):
             m = v.mid().str(3, radius=False)
-            raise ValueError(f"the grid needs about {m} centres per axis (above the limit of {MAX_TOKENS} tokens); "
+            raise ValueError(f"the grid needs about {m} centres per axis (above the limit of {max_tokens} tokens); "
                              "raise eps or lower the Hoelder constant")
 
 
-def constants(inst: Instance) -> Constants:
-    """Every constant (docs/shi_liao.md, Constants) at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales."""
+def constants(inst: Instance, max_tokens: int = MAX_TOKENS) -> Constants:
+    """Every constant (docs/shi_liao.md, Constants) at ``inst``; ``inst.M`` / ``inst.M_g`` replace the derived scales.
+    A grid of more than ``max_tokens`` tokens is refused (ValueError)."""
     d, alpha, C_H, eps = inst.d, inst.alpha, inst.C_H, inst.eps
     r_g = r_g_of(eps, C_H, alpha)
-    _grid_fits(grid_ratio(d, r_g), d)
+    _grid_fits(grid_ratio(d, r_g), d, max_tokens)
     m = ceiling_exact(grid_ratio(d, r_g))
     P = m**d
-    if P > MAX_TOKENS:
+    if P > max_tokens:
         raise ValueError(
-            f"the grid needs P = {P} tokens (m = {m} per axis), above the limit {MAX_TOKENS}; "
+            f"the grid needs P = {P} tokens (m = {m} per axis), above the limit {max_tokens}; "
             "raise eps or lower the Hoelder constant"
         )
     if P < 2:
@@ -461,10 +465,11 @@ def constants(inst: Instance) -> Constants:
     centres = [
         tuple(Rational(2 * i - 1, 2 * m) for i in idx) for idx in itertools.product(range(1, m + 1), repeat=d)
     ]
-    return constants_from(inst, centres, r_g, P_paper, m=m)
+    return constants_from(inst, centres, r_g, P_paper, m=m, max_tokens=max_tokens)
 
 
-def constants_from(inst: Instance, centres: list, r_g, P_paper, m: int = 0, domain=None) -> Constants:
+def constants_from(inst: Instance, centres: list, r_g, P_paper, m: int = 0, domain=None,
+                   max_tokens: int = MAX_TOKENS) -> Constants:
     """The constants (docs/shi_liao.md, Constants) for given exact centres ``c_1..c_P`` in ``[0,1]^{inst.d}``.
 
     ``r_g`` is the covering radius the centres were chosen for (the cube grid's, or a manifold
@@ -475,8 +480,8 @@ def constants_from(inst: Instance, centres: list, r_g, P_paper, m: int = 0, doma
     d, B, eps = inst.d, inst.B, inst.eps
     g = inst.target_expr()
     P = len(centres)
-    if P > MAX_TOKENS:
-        raise ValueError(f"the net needs P = {P} tokens, above the limit {MAX_TOKENS}; raise eps")
+    if P > max_tokens:
+        raise ValueError(f"the net needs P = {P} tokens, above the limit {max_tokens}; raise eps")
     if P < 2:
         raise ValueError("a single centre (P = 1); lower eps or raise the Hoelder constant")
     if any(len(c_) != d for c_ in centres):
