@@ -1,0 +1,77 @@
+"""`check` must re-verify every box against its own recorded bound.
+
+Two edits of the check path let false certificates through without any other test noticing:
+skipping the last box of each batch of 256 (a certificate whose box 255 records the bound 0 was
+accepted), and accepting a recomputed bound up to twice the recorded one (every bound scaled by
+3/5 was accepted, and check reported ``sup |T - g| <= 0.304688`` where the true sup is 1/2).
+docs/mutation-testing.md lists them.  The network here is ``T(x) = x`` and the target
+``g = 3 x / 2``, so ``|T - g| = x / 2`` is known exactly on every box.
+"""
+
+import copy
+from fractions import Fraction as F
+
+import pytest
+
+from symbounds.app.cli import main
+from symbounds.core.bound import certify
+from symbounds.core.boxes import BATCH, CertifyOptions
+from symbounds.core.certificate import CertificateError, write_certificate
+from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+from symbounds.papers import check_certificate
+
+EPS = F(3, 5)
+N_BOXES = 300  # more than one batch of BATCH boxes
+
+
+def _identity():
+    ffn = FeedForward(W1=((1,),), b1=(0,), W2=((1,),), b2=(0,), skip=0)  # relu(x) = x on [0, 1]
+    return Transformer(layers=(ffn,), embedding=Embedding(((0,),), ((1,),)), readout=Readout(0, 0))
+
+
+@pytest.fixture(scope="module")
+def cert():
+    c, res = certify(_identity(), "3*x1/2", EPS, CertifyOptions(initial=N_BOXES))
+    assert res.verdict == "proved" and len(c["boxes"]) == N_BOXES > BATCH
+    return c
+
+
+def _with_bounds(cert, new_bound):
+    c = copy.deepcopy(cert)
+    for i, b in enumerate(c["boxes"]):
+        b["bound"] = str(new_bound(i, F(b["bound"])))
+    c["max_bound"] = str(max(F(b["bound"]) for b in c["boxes"]))
+    return c
+
+
+def test_the_certificate_checks_and_its_bounds_are_above_the_truth(cert):
+    assert check_certificate(cert)["boxes"] == N_BOXES
+    for b in cert["boxes"]:
+        assert F(b["bound"]) >= F(b["hi"][0]) / 2  # sup of x/2 over the box
+
+
+@pytest.mark.parametrize("i", [0, BATCH - 1, BATCH, N_BOXES - 1])
+def test_a_box_at_either_end_of_a_batch_recording_bound_zero_is_rejected(cert, i):
+    """Box ``i``'s true sup of ``|T - g|`` is ``hi / 2 > 0``; recording 0 there must fail."""
+    bad = _with_bounds(cert, lambda j, bd: F(0) if j == i else bd)
+    with pytest.raises(CertificateError, match=f"box {i}: the recomputed bound"):
+        check_certificate(bad)
+
+
+@pytest.mark.parametrize("scale", [F(3, 5), F(9, 10)])
+def test_every_bound_scaled_down_is_rejected(cert, scale):
+    """Every box's bound times 3/5 (the largest would say ``sup <= 0.3047``; the truth is 1/2) or
+    9/10: each is now below the true sup on most boxes."""
+    bad = _with_bounds(cert, lambda j, bd: bd * scale)
+    with pytest.raises(CertificateError, match="the recomputed bound"):
+        check_certificate(bad)
+
+
+def test_one_bound_just_below_its_box_sup_is_rejected_from_the_command_line(cert, tmp_path, capsys):
+    """The last box's sup of ``x / 2`` is exactly 1/2: recording 1/2 - 2^-40 there is false."""
+    bad = _with_bounds(cert, lambda j, bd: F(1, 2) - F(1, 2**40) if j == N_BOXES - 1 else bd)
+    path = tmp_path / "bad.json"
+    write_certificate(str(path), bad)
+    assert main(["check", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"box {N_BOXES - 1}: the recomputed bound" in err, err
