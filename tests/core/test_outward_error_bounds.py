@@ -153,6 +153,21 @@ def test_sum_down_is_below_the_exact_sum_where_the_float_sum_rounds_up():
     assert out.shape == (2, 2) and (np.vectorize(exact)(out) <= sum(map(exact, rows[2]))).all()
 
 
+def test_sum_up_and_matmul_up_are_above_the_exact_sum_where_the_float_sum_rounds_down():
+    """Rows ``1, x, x, ...`` with ``x`` just below ``u``: every addition rounds down (the float sum
+    stays 1), so the float sum is ``(n - 1) u`` below the exact one, more than the ``4u`` of ``up``:
+    the factor ``1 + 2nu`` must be there."""
+    x = 2.0**-53 * (1 - 2.0**-20)
+    for n in (7, 100, 1000):
+        a = np.array([1.0] + [x] * (n - 1))
+        s = sum(map(exact, a))
+        assert exact(a.sum()) < s * (1 - 5 * U)  # the float sum rounded down by more than 4u
+        assert exact(fo.sum_up(a, axis=0)) >= s, n
+        A, B = a.reshape(1, n), np.ones((n, 1))
+        assert exact(fo.matmul_up(A, B)[0, 0]) >= s, n
+        assert exact(fo.matmul_err(A, B)[0, 0]) >= s - exact((A @ B)[0, 0]), n
+
+
 # ------------------------------------------------------------------------------------------
 # a model's range
 
