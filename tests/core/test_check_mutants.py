@@ -108,3 +108,15 @@ def test_check_refuses_what_is_not_a_certificate(cert):
     for bad in ({**cert, "format": "symbounds-certificate/0"}, [cert], "cert"):
         with pytest.raises(NotACertificate, match="not a certificate"):
             check_core(bad, rebuild)
+
+
+@pytest.mark.parametrize("d, reason", [(0, "'d' must be an integer in 1..8"), (9, "'d' must be an integer in 1..8"),
+                                       (8, "does not take 8 inputs")])
+def test_check_reads_the_dimension_range_before_the_model(cert, d, reason):
+    """``d`` outside 1..8 is refused as such; ``d = 8`` passes that test and fails later (the
+    embedded model takes one input)."""
+    bad = copy.deepcopy(cert)
+    bad["d"] = d
+    bad["claim"] = f"sup over [0,1]^{d} of |T(x) - g(x)| <= eps"
+    with pytest.raises(CertificateError, match=reason.replace("(", r"\(")):
+        check_certificate(bad)
