@@ -120,3 +120,37 @@ def test_check_reads_the_dimension_range_before_the_model(cert, d, reason):
     bad["claim"] = f"sup over [0,1]^{d} of |T(x) - g(x)| <= eps"
     with pytest.raises(CertificateError, match=reason.replace("(", r"\(")):
         check_certificate(bad)
+
+
+def _set(key, value):
+    def edit(c):
+        c[key] = value
+    return edit
+
+
+def _set_d(value):
+    def edit(c):
+        c["d"], c["claim"] = value, f"sup over [0,1]^{value} of |T(x) - g(x)| <= eps"
+    return edit
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set_d(9), "'d' must be an integer in 1..8"),
+    (_set("eps", "abc"), "eps: 'abc' is not a number (use '3', '-7/8' or '0.125')"),
+    (_set("eps", "0"), "eps must lie in (0, 1)"),
+    (_set("eps", "1"), "eps must lie in (0, 1)"),
+    (_set("eps", "3/2"), "eps must lie in (0, 1)"),
+    (_set("prec", 52), "'prec' must be an integer number of bits in 53..65536"),
+    (_set("prec", 65537), "'prec' must be an integer number of bits in 53..65536"),
+    (_set("format", "symbounds-certificate/0"), "not a certificate ('format' must be 'symbounds-certificate/1')"),
+])
+def test_check_names_what_is_wrong_in_one_exact_line(cert, edit, message):
+    """The reason a certificate is refused, word for word (it is what the user reads)."""
+    from symbounds.core.bound import rebuild
+    from symbounds.core.certificate import check_certificate as check_core
+
+    bad = copy.deepcopy(cert)
+    edit(bad)
+    with pytest.raises(CertificateError) as info:
+        check_core(bad, rebuild)
+    assert str(info.value) == message
