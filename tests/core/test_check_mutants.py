@@ -143,6 +143,8 @@ def _set_d(value):
     (_set("prec", 52), "'prec' must be an integer number of bits in 53..65536"),
     (_set("prec", 65537), "'prec' must be an integer number of bits in 53..65536"),
     (_set("format", "symbounds-certificate/0"), "not a certificate ('format' must be 'symbounds-certificate/1')"),
+    (_set("boxes", []), "'boxes' must be a non-empty list"),
+    (lambda c: c["model"]["layers"][0]["W1"][0].__setitem__(0, "2"), "the model does not match its digest (model_sha256)"),
 ])
 def test_check_names_what_is_wrong_in_one_exact_line(cert, edit, message):
     """The reason a certificate is refused, word for word (it is what the user reads)."""
@@ -154,3 +156,12 @@ def test_check_names_what_is_wrong_in_one_exact_line(cert, edit, message):
     with pytest.raises(CertificateError) as info:
         check_core(bad, rebuild)
     assert str(info.value) == message
+
+
+def test_check_accepts_the_lowest_precision_it_allows(cert):
+    """53 bits (``MIN_CERT_PREC``) is inside the range ``check`` accepts.  (The target's balls are
+    wider at 53 bits than at the 128 the bounds were recorded with, so the bounds get room.)"""
+    from symbounds.core.certificate import MIN_CERT_PREC
+
+    loose = _with_bounds(cert, lambda j, bd: bd * F(11, 10))
+    assert check_certificate(loose, prec=MIN_CERT_PREC)["boxes"] == N_BOXES
