@@ -122,6 +122,9 @@ def test_check_reads_the_dimension_range_before_the_model(cert, d, reason):
         check_certificate(bad)
 
 
+NAN = "is not a number (use '3', '-7/8' or '0.125')"
+
+
 def _set(key, value):
     def edit(c):
         c[key] = value
@@ -144,6 +147,14 @@ def _set_d(value):
     (_set("prec", 65537), "'prec' must be an integer number of bits in 53..65536"),
     (_set("format", "symbounds-certificate/0"), "not a certificate ('format' must be 'symbounds-certificate/1')"),
     (_set("boxes", []), "'boxes' must be a non-empty list"),
+    (lambda c: c["boxes"][3]["lo"].__setitem__(0, "abc"), f"boxes[3].lo: 'abc' {NAN}"),
+    (lambda c: c["boxes"][3]["hi"].__setitem__(0, "x"), f"boxes[3].hi: 'x' {NAN}"),
+    (lambda c: c["boxes"][3].__setitem__("bound", "y"), f"boxes[3].bound: 'y' {NAN}"),
+    (lambda c: c["boxes"][3].__setitem__("bound", "7/10"), "box 3 records the bound 7/10 > eps = 3/5"),
+    (lambda c: c["boxes"][3]["hi"].__setitem__(0, c["boxes"][3]["lo"][0]), "box 3 is not a non-empty box inside [0,1]^1"),
+    (lambda c: c["boxes"][3].__setitem__("lo", ["0", "0"]), "box 3 is not a non-empty box inside [0,1]^1"),
+    (_set("max_bound", "1/2"), "max_bound is not the largest box bound"),
+    (lambda c: c["boxes"].pop(5), "the boxes do not cover [0,1]^1"),
     (lambda c: c["model"]["layers"][0]["W1"][0].__setitem__(0, "2"), "the model does not match its digest (model_sha256)"),
 ])
 def test_check_names_what_is_wrong_in_one_exact_line(cert, edit, message):
