@@ -154,6 +154,9 @@ def _set_d(value):
     (lambda c: c["boxes"][3]["hi"].__setitem__(0, c["boxes"][3]["lo"][0]), "box 3 is not a non-empty box inside [0,1]^1"),
     (lambda c: c["boxes"][3].__setitem__("lo", ["0", "0"]), "box 3 is not a non-empty box inside [0,1]^1"),
     (_set("max_bound", "1/2"), "max_bound is not the largest box bound"),
+    (_set("max_bound", "abc"), f"max_bound: 'abc' {NAN}"),
+    (lambda c: c["boxes"][-1]["hi"].__setitem__(0, "3/2"), f"box {N_BOXES - 1} is not a non-empty box inside [0,1]^1"),
+    (lambda c: c["boxes"][0]["lo"].__setitem__(0, "-1/2"), "box 0 is not a non-empty box inside [0,1]^1"),
     (lambda c: c["boxes"].pop(5), "the boxes do not cover [0,1]^1"),
     (lambda c: c["model"]["layers"][0]["W1"][0].__setitem__(0, "2"), "the model does not match its digest (model_sha256)"),
 ])
@@ -176,3 +179,10 @@ def test_check_accepts_the_lowest_and_highest_precision_it_allows(cert, prec):
     bounds are given room here.)"""
     loose = _with_bounds(cert, lambda j, bd: bd * F(11, 10))
     assert check_certificate(loose, prec=prec)["boxes"] == N_BOXES
+
+
+def test_a_box_recording_eps_itself_is_accepted(cert):
+    """``bound <= eps`` is the claim: a bound equal to ``eps`` (above the truth) is a proof."""
+    ok = _with_bounds(cert, lambda j, bd: EPS if j == 7 else bd)
+    assert F(ok["max_bound"]) == EPS
+    assert check_certificate(ok)["max_bound"] == str(EPS)
