@@ -21,7 +21,7 @@ from symbounds.core.transformer import Embedding, FeedForward, Readout, Transfor
 from symbounds.papers import check_certificate
 
 EPS = F(3, 5)
-N_BOXES = 300  # more than one batch of BATCH boxes
+N_BOXES = 600  # more than two batches of BATCH boxes
 
 
 def _identity():
@@ -50,7 +50,7 @@ def test_the_certificate_checks_and_its_bounds_are_above_the_truth(cert):
         assert F(b["bound"]) >= F(b["hi"][0]) / 2  # sup of x/2 over the box
 
 
-@pytest.mark.parametrize("i", [0, BATCH - 1, BATCH, N_BOXES - 1])
+@pytest.mark.parametrize("i", [0, BATCH - 1, BATCH, 2 * BATCH - 1, 2 * BATCH, N_BOXES - 1])
 def test_a_box_at_either_end_of_a_batch_recording_bound_zero_is_rejected(cert, i):
     """Box ``i``'s true sup of ``|T - g|`` is ``hi / 2 > 0``; recording 0 there must fail."""
     bad = _with_bounds(cert, lambda j, bd: F(0) if j == i else bd)
