@@ -426,14 +426,11 @@ class FloatBoxEvaluator:
             if bx.bad.any():
                 raise ValueError("the affine prefix cannot be enclosed in float64")
             F0c, F0r = Z.c[0], Z.r[0]
-            Fc, Fr = [], []
+            # F_i = Z(e_i) - Z(0), as intervals (one model per i along the batch axis)
+            F = bx.add(FTM(Z.c[1:], None, Z.r[1:]), FTM(Z.c[:1], None, Z.r[:1]), -1.0)
             dep = np.array(self.dep, dtype=bool)
-            for k in range(1, d + 1):
-                diff = Z.c[k] - F0c
-                e = fo.up(fo.up(Z.r[k] + F0r) + fo.err(diff))
-                Fc.append(np.where(dep, diff, 0.0))  # entries no input reaches do not change
-                Fr.append(np.where(dep, e, 0.0))
-            maps = (F0c, F0r, np.array(Fc), np.array(Fr))
+            # entries no input reaches do not change
+            maps = (F0c, F0r, np.where(dep, F.c, 0.0), np.where(dep, F.r, 0.0))
             if not all(np.isfinite(a).all() for a in maps):
                 raise ValueError("the affine prefix cannot be enclosed in float64")
             self._prefix_maps = maps
@@ -598,7 +595,7 @@ def _softmax_interval(Q: FTM, K: FTM, tau, keep, block: int = 1 << 22):
         a = Sc - Sc.max(axis=2, keepdims=True)
         ra = fo.up(Sr + fo.err(a))
         Elo, Ehi = fo.exp_lower(fo.down(a - ra)), fo.exp_upper(fo.up(a + ra))
-        tot_lo = fo.down(Elo.sum(axis=2, keepdims=True) * float(fo.down(1.0 - 2 * n * fo.U)))
+        tot_lo = fo.sum_down(Elo, axis=2)[:, :, None]
         tot_hi = fo.sum_up(Ehi, axis=2)[:, :, None]
         oks.append((tot_lo > 0)[:, :, 0])
         los.append(np.maximum(fo.down(Elo[:, :, keep] / tot_hi), 0.0))

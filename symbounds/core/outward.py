@@ -44,6 +44,7 @@ __all__ = [
     "from_fraction",
     "matmul_err",
     "matmul_up",
+    "sum_down",
     "sum_up",
     "up",
 ]
@@ -85,6 +86,14 @@ def sum_up(a, axis):
     range is exact), so ``sum <= fl(sum) / (1 - gamma_{n-1})``."""
     n = a.shape[axis]
     return up(a.sum(axis=axis) * _gamma_factor(n))
+
+
+def sum_down(a, axis):
+    """A lower bound of the exact sum of the nonnegative ``a`` along ``axis``: with ``n`` terms,
+    ``fl(sum) <= sum (1 + gamma_{n-1})``, so ``sum >= fl(sum) (1 - 2 n u)`` for ``n u <= 1/4``."""
+    n = a.shape[axis]
+    _gamma_factor(n)  # the same range check as sum_up
+    return down(a.sum(axis=axis) * float(down(1.0 - 2 * n * U)))
 
 
 def matmul_up(A, B):
@@ -166,19 +175,31 @@ def _exp_bound_raw(x, upper: bool):
     return out
 
 
-def _exp_bound_finite(x, upper: bool):
-    """:func:`_exp_bound` for doubles in ``[_X_MIN, _X_MAX]``."""
+def _reduced(x, upper: bool):
+    """``(k, r)``: ``k = round(x / ln 2)`` and a bound ``r >= x - k ln 2`` (``upper``) or
+    ``r <= x - k ln 2``, for doubles ``|x| < 2^11 ln 2``."""
     k = np.rint(x / (_LN2_C1 + _LN2_C2LO))
     # x - k C1 is exact: k C1 is a double (|k| < 2^11) within a factor 2 of x when k != 0 (Sterbenz)
     head = x - k * _LN2_C1
     a1, a2 = k * _LN2_C2LO, k * _LN2_C2HI  # k (ln 2 - C1) lies between them
     if upper:
-        r = up(head - down(np.minimum(a1, a2)))  # >= x - k ln 2
-    else:
-        r = down(head - up(np.maximum(a1, a2)))  # <= x - k ln 2
+        return k, up(head - down(np.minimum(a1, a2)))  # >= x - k ln 2
+    return k, down(head - up(np.maximum(a1, a2)))  # <= x - k ln 2
+
+
+def _taylor(r):
+    """``sum_{j <= N} r^j / j!`` by Horner's rule in float64 (within ``_REL`` of ``e^r`` relatively
+    for ``|r| <= 0.36``)."""
     p = np.full_like(r, _COEFFS[-1])
     for c in reversed(_COEFFS[:-1]):
         p = p * r + c
+    return p
+
+
+def _exp_bound_finite(x, upper: bool):
+    """:func:`_exp_bound` for doubles in ``[_X_MIN, _X_MAX]``."""
+    k, r = _reduced(x, upper)
+    p = _taylor(r)
     ki = k.astype(np.int64)
     if upper:
         return up(np.ldexp(up(p * _UP_REL), ki))
