@@ -111,10 +111,10 @@ def test_check_refuses_what_is_not_a_certificate(cert):
 
 
 @pytest.mark.parametrize("d, reason", [(0, "'d' must be an integer in 1..8"), (9, "'d' must be an integer in 1..8"),
-                                       (8, "does not take 8 inputs")])
+                                       (8, "instance.inputs is not d")])
 def test_check_reads_the_dimension_range_before_the_model(cert, d, reason):
     """``d`` outside 1..8 is refused as such; ``d = 8`` passes that test and fails later (the
-    embedded model takes one input)."""
+    recorded instance, ``{"inputs": 1}``, disagrees with it)."""
     bad = copy.deepcopy(cert)
     bad["d"] = d
     bad["claim"] = f"sup over [0,1]^{d} of |T(x) - g(x)| <= eps"
