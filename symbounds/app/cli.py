@@ -45,6 +45,7 @@ from .args import (
     point,
     written,
 )
+from .class_cli import is_class_certificate, run_class_certify, run_class_check
 from .catalogue_cli import add_prove_arguments, run_prove
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
@@ -107,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="halve a box along its widest side, or along the input that widens its bound most")
     c.add_argument("--arb-only", action="store_true",
                    help="evaluate every box in Arb balls (default: outward-rounded float64 first, Arb where it fails)")
+    c.add_argument("--holder-class", action="store_true",
+                   help="prove the bound for every target of the Hoelder class (alpha, C_H, B) instead of one --target")
     c.add_argument("--out", default=None, metavar="CERT.json", help="write the certificate")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -173,6 +176,8 @@ def _rate(args) -> int:
 def _certify(args) -> int:
     if args.model is not None or args.spec is not None:
         return run_model_certify(args)
+    if args.holder_class:
+        return run_class_certify(args)
     inst = instance(args)
     if not (MIN_CERT_PREC <= args.prec <= MAX_PREC_LIMIT):
         raise UsageError(f"--prec {args.prec}: use between {MIN_CERT_PREC} and {MAX_PREC_LIMIT} bits (below "
@@ -217,6 +222,9 @@ def _certify(args) -> int:
 
 
 def _check(args) -> int:
+    whole_class = is_class_certificate(args.certificate)
+    if whole_class is not None:
+        return run_class_check(args, whole_class)
     try:
         cert = load_certificate(args.certificate)
     except CertificateError as e:
