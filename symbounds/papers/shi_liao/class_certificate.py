@@ -116,10 +116,9 @@ def check_class_certificate(cert: dict, progress=None) -> dict:
 
     1. the format, every field and its type, the claim's wording, the verdict "proved", no
        undecided box, ``prec`` and ``model_prec`` in range;
-    2. the model is the construction of the recorded instance and class (rebuilt here) and
-       matches its digest;
-    3. the boxes lie in the cube and cover it (exact rationals); every recorded bound is at most
-       ``eps``, and ``max_bound`` is their maximum;
+    2. every recorded box bound is at most ``eps``, and ``max_bound`` is their maximum;
+    3. the model is the construction of the recorded instance and class (rebuilt here) and
+       matches its digest; the boxes lie in the cube and cover it (exact rationals);
     4. every box's bound of ``E`` is recomputed and must not exceed the recorded one;
     5. the worst point: its target is ``g_0`` at ``x*``, and its recomputed lower bound is at least
        the recorded one (and at most ``max_bound``)."""
@@ -158,11 +157,6 @@ def check_class_certificate(cert: dict, progress=None) -> dict:
         inst = Instance(d=d, alpha=num(cj["alpha"], "class.alpha"), C_H=num(cj["holder"], "class.holder"),
                         B=num(cj["bound"], "class.bound"), eps=eps, target="0", M=num(ij["M"], "instance.M"),
                         M_g=num(ij["Mg"], "instance.Mg"))
-        if digest(cert["model"]) != cert["model_sha256"]:
-            raise CertificateError("the model does not match its digest (model_sha256)")
-        mj, model, K = class_model(inst, model_prec)
-        if digest(mj) != cert["model_sha256"]:
-            raise CertificateError("the model is not the construction for the recorded instance and class")
         boxes, bounds = [], []
         for i, b in enumerate(cert["boxes"]):
             if not isinstance(b, dict) or set(b) != {"lo", "hi", "bound"}:
@@ -181,6 +175,11 @@ def check_class_certificate(cert: dict, progress=None) -> dict:
         max_bound = parse_number(cert["max_bound"], "max_bound")
         if max_bound != max(bounds):
             raise CertificateError("max_bound is not the largest box bound")
+        if digest(cert["model"]) != cert["model_sha256"]:
+            raise CertificateError("the model does not match its digest (model_sha256)")
+        mj, model, K = class_model(inst, model_prec)
+        if digest(mj) != cert["model_sha256"]:
+            raise CertificateError("the model is not the construction for the recorded instance and class")
         if not boxes_cover_cube(boxes, d):
             raise CertificateError(f"the boxes do not cover [0,1]^{d}")
         net = _network(inst, model, K, prec)
