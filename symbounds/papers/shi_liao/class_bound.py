@@ -22,7 +22,8 @@ of the class").  This module reads ``s`` and ``l`` from a model file of the cons
 Box bound.  On a box ``X`` let ``l*`` be the token with the largest score at the centre.  A token
 whose score is provably below ``s_l* - NEAR_LOG`` on the whole box is *far*: the far tokens' total
 weight is at most ``sum_far exp(max_X(s_k - s_l*))``.  For a *near* token,
-``beta~_k <= 1 / sum_{l near} exp(min_X(s_l - s_k))`` (each difference is affine in ``x``, so its
+``beta~_k <= 1 / sum_{l in H} exp(min_X(s_l - s_k))`` over the ``DENOMINATOR`` tokens ``H`` of largest
+score at the centre (and ``l = k``) (each difference is affine in ``x``, so its
 range over the box is exact up to rounding).  With ``A_k`` the largest bracket on the box (from
 the largest distance from ``X`` to ``c_k``, exact in rationals), ``sum_k beta~_k a_k`` is at most
 the greedy optimum of ``sum_i w_i A_i`` over ``0 <= w_i <= cap_i``, ``sum_i w_i <= 1`` (the near
@@ -50,6 +51,8 @@ __all__ = ["ClassNetwork", "ClassOptions", "ClassResult", "box_upper", "class_ne
 
 #: Tokens whose weight is provably below ``e^-NEAR_LOG`` of the top token's on a box are "far".
 NEAR_LOG = 40
+#: A near token's cap uses this many terms of its softmax denominator (the heaviest at the centre).
+DENOMINATOR = 8
 
 
 @dataclass
@@ -183,9 +186,12 @@ def box_upper(net: ClassNetwork, box: Box) -> Fraction:
             else:
                 near.append(k)
         items = []
+        # the denominators: the DENOMINATOR tokens of largest score at the centre (fewer terms
+        # only make each cap larger, never wrong)
+        heavy = sorted(near, key=sc.__getitem__, reverse=True)[:DENOMINATOR]
         for k in near:
             den = flint.arb(1)
-            for l in near:
+            for l in heavy:
                 if l != k:
                     den += diff(l, k).lower().exp().lower()
             cap = min(Fraction(1), arb_to_fraction((1 / den).upper()))
@@ -248,7 +254,9 @@ class ClassOptions:
     initial: int | None = None  # boxes per axis to start with (default by dimension)
     min_width: Fraction = Fraction(1, 2**24)
     max_boxes: int = 100_000
-    rtol: Fraction = Fraction(1, 1000)  # stop refining when the upper end is within this share of the lower
+    #: stop refining when the upper end is within this share of the lower end (default: 1/1000 for
+    #: d = 1, 1/20 above, where the boxes near the worst points grow as (1/rtol)^(d-1))
+    rtol: Fraction | None = None
     prec: int = 256
     model_prec: int = 192
 
@@ -285,6 +293,7 @@ def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) 
     t0 = time.perf_counter()
     d = net.d
     n0 = opts.initial or {1: 64, 2: 16}.get(d, 4)
+    rtol = opts.rtol if opts.rtol is not None else (Fraction(1, 1000) if d == 1 else Fraction(1, 20))
     edges = [Fraction(i, n0) for i in range(n0 + 1)]
     heap, leaves, tick = [], [], itertools.count()
     best = (Fraction(-1), None, None, None)
@@ -307,7 +316,7 @@ def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) 
         U, box = heap[0][2], heap[0][3]
         if best[0] > eps:
             break
-        if U <= eps and U <= best[0] * (1 + opts.rtol):
+        if U <= eps and U <= best[0] * (1 + rtol):
             break
         if evaluated + 2 > opts.max_boxes:
             break
