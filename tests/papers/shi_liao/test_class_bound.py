@@ -350,3 +350,33 @@ def test_box_bound_encloses_point_values(network):
             x = lo + (hi - lo) * Fraction(rng.randrange(2**16 + 1), 2**16)
             E, _ = point_values(net, (x,))
             assert E <= flint.arb(flint.fmpq(U.numerator, U.denominator)), (lo, hi, x)
+
+
+def test_class_documents_validate_against_their_schemas(certified, capsys):
+    import jsonschema
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[3] / "docs" / "schemas"
+    cert, _ = certified
+
+    def validator(name):
+        s = json.loads((folder / f"{name}.schema.json").read_text())
+        jsonschema.Draft202012Validator.check_schema(s)
+        return jsonschema.Draft202012Validator(s)
+
+    v = validator("class-certificate")
+    v.validate(json.loads(json.dumps(cert)))
+    broken = copy.deepcopy(cert)
+    broken["worst"]["lower"] = 0.025  # a JSON number where a string is required
+    assert not v.is_valid(broken)
+    broken = copy.deepcopy(cert)
+    del broken["class"]
+    assert not v.is_valid(broken)
+    code, out, _ = run_cli(capsys, "certify", "--holder-class", "--eps", "1/2", "--holder", "1", "--bound", "1",
+                           "--quiet", "--json")
+    assert code == 0
+    summary = json.loads(out)
+    s = validator("class-certify")
+    s.validate(summary)
+    del summary["worst"]
+    assert not s.is_valid(summary)
