@@ -373,6 +373,7 @@ PACKAGES = {
     "pou": ("amsmath", "amssymb"),
     "interp": ("amsmath", "amssymb", "booktabs", "array"),
     "tables": ("amsmath", "amssymb", "booktabs", "graphicx"),
+    "class": ("amsmath", "amssymb"),
 }
 
 
@@ -687,7 +688,9 @@ def tables_latex(fragment: bool = False) -> str:
 
 def add_latex_arguments(parser) -> None:
     """Flags of ``symbounds latex pou|interp|tables [instance flags] --out FILE.tex [--fragment]``."""
-    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten"], help="which document")
+    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", "class"], help="which document")
+    parser.add_argument("--certificate", default=None, metavar="CERT.json",
+                        help="class: a class certificate (default: certify the class of the instance flags)")
     parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report")
     add_instance_args(parser)
     parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
@@ -723,6 +726,10 @@ def run_latex(args) -> int:
         from .tighten_figures import run_latex_tighten
 
         return run_latex_tighten(args)
+    if args.what == "class":  # the theorem for every target of the Hoelder class: class_latex
+        from .class_latex import run_latex_class
+
+        return run_latex_class(args)
     if args.what == "pou":
 
         try:
