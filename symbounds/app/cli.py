@@ -349,9 +349,12 @@ def add_tighten_arguments(t) -> None:
     t.add_argument("--data", default=None, metavar="FILE.json", help="--what tau: dataset file (exact numbers)")
     t.add_argument("--random", default=None, metavar="N,n,d,m", help="--what tau: seeded random dataset")
     t.add_argument("--seed", type=int, default=None, help="--what tau: seed of the dataset and construction (default 0)")
-    t.add_argument("--criterion", default=None, choices=["proof", "domain", "both"],
+    t.add_argument("--criterion", default=None, choices=["proof", "domain", "both", "class", "all"],
                    help="proof: every lemma and budget claim proved; domain: sup |T - g| <= eps certified over the "
-                        "cube; both (default; the grid has the domain criterion only)")
+                        "cube; both (default; the grid has the domain criterion only); class: the bound for every "
+                        "target of the Hoelder class (docs/shi_liao.md); all: the three")
+    t.add_argument("--class", dest="criterion", action="store_const", const="class",
+                   help="the same as --criterion class")
     t.add_argument("--resolution", default="1/100", help="relative resolution R in (0, 1/2) (default 1/100)")
     t.add_argument("--scan", type=int, default=None, help="halvings below the derived value scanned first (default 10)")
     t.add_argument("--prec", type=int, default=None, help="ball precision in bits (default 128; tau: 256)")
@@ -388,9 +391,9 @@ def _tighten(args) -> int:
     args.prec = 128 if args.prec is None else args.prec
     args.max_boxes = 200_000 if args.max_boxes is None else args.max_boxes
     args.map_steps = 8 if args.map_steps is None else args.map_steps
-    criteria = ["proof", "domain"] if args.criterion == "both" else [args.criterion]
+    criteria = {"both": ["proof", "domain"], "all": ["proof", "domain", "class"]}.get(args.criterion, [args.criterion])
     for w in what:
-        if args.criterion != "both" and args.criterion not in tg.CRITERIA[w]:
+        if args.criterion not in ("both", "all") and args.criterion not in tg.CRITERIA[w]:
             raise UsageError(f"--criterion {args.criterion} has no meaning for {w}: the grid is fixed by the budget "
                              "claims E0/E1 (every coarser grid refutes them); use --criterion domain")
     R = number(args.resolution, "--resolution")

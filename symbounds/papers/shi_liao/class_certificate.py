@@ -209,3 +209,44 @@ def check_class_certificate(cert: dict, progress=None) -> dict:
             raise
         raise CertificateError(f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     return {"boxes": len(boxes), "max_bound": str(max_bound), "lower": str(lower), "eps": str(eps), "d": d}
+
+
+def class_verdict(K, inst: Instance, opts: ClassOptions, confirm: bool = True) -> tuple[str, dict]:
+    """The class criterion of ``symbounds tighten``: pass / fail / undecided, with evidence, for the
+    network of the constants ``K`` (built for the target 0; ``K.inst`` carries the class and ε).
+
+    The search stops as soon as every box's bound is at most ε (no two-sided refinement).  A fail
+    is the worst target ``g_0`` at ``x*`` with its certified error above ε; with ``confirm``, the
+    network built for ``g_0`` (the same constants) is also certified box by box over the cube,
+    which must come out refuted with a counterexample point of its own."""
+    from ...core.boxes import CertifyOptions, certify_model
+    from ...core.exact import decimal_up as up
+
+    model_json = model_to_json(build(K), opts.model_prec)
+    net = _network(inst, model_from_json(model_json), K, opts.prec)
+    eps = Fraction(str(inst.eps))
+    res = search(net, eps, ClassOptions(initial=opts.initial, min_width=opts.min_width, max_boxes=opts.max_boxes,
+                                       rtol=Fraction(10**9), prec=opts.prec, model_prec=opts.model_prec))
+    if res.verdict == "proved":
+        return "pass", {"boxes": len(res.boxes), "max_bound": up(res.max_bound)}
+    if res.verdict != "refuted":
+        return "undecided", {"undecided_boxes": len(res.undecided)}
+    g0 = worst_target(res.worst_x, net.alpha, net.C_H, net.B)
+    with BallContext(opts.prec).scope():
+        err = (res.worst_E - res.worst_leak).str(12, radius=True)
+    ev = {"x": [str(v) for v in res.worst_x], "error": f">= {decimal_down(res.worst_lower, 8)}", "target": g0,
+          "lower": err}
+    if confirm:
+        from .constants import constants_from
+
+        K0 = constants_from(dataclass_replace(K.inst, target=g0), K.centres, K.r_g, K.P_paper, m=K.m)
+        r0 = certify_model(model_to_json(build(K0), opts.model_prec), g0, inst.d, eps,
+                           CertifyOptions(prec=opts.prec, model_prec=opts.model_prec))
+        ev["certify_target"] = {"verdict": r0.verdict, "counterexample": r0.counterexample}
+    return "fail", ev
+
+
+def dataclass_replace(obj, **changes):
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
