@@ -32,14 +32,13 @@
 from fractions import Fraction
 from pathlib import Path
 
-import flint
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from symbounds.app.class_latex import class_latex
-from symbounds.core.boxes import point_error
+from symbounds.core.boxes import CertifyOptions, point_error
 from symbounds.core.expr import parse_target
 from symbounds.core.modelfile import model_from_json, model_to_json
 from symbounds.papers import shi_liao as sl
@@ -47,7 +46,6 @@ from symbounds.papers.shi_liao.certificate import certify_instance
 from symbounds.papers.shi_liao.class_bound import ClassOptions, class_network, point_values
 from symbounds.papers.shi_liao.class_certificate import certify_class, check_class_certificate, class_model
 from symbounds.papers.shi_liao.construction import build
-from symbounds.core.boxes import CertifyOptions
 
 # %% [markdown]
 # ## 1. What the network reads off, independent of `g`
@@ -73,7 +71,7 @@ assert 1e-10 < net.ell_max < 1e-8
 
 # %%
 targets = ["sin(2*x1)", "min(2*x1, 1) - 1/2", "2*abs(x1 - 1/3) - 1"]
-xs = [Fraction(i, 800) for i in range(0, 801)]
+xs = [Fraction(i, 800) for i in range(801)]
 Evals = [float(point_values(net, (x,))[0].mid()) for x in xs]
 fig, ax = plt.subplots(figsize=(8, 3.5))
 ax.plot([float(x) for x in xs], Evals, "k-", lw=1.5, label="E(x): every target of the class")

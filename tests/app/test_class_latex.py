@@ -8,7 +8,7 @@ import subprocess
 from fractions import Fraction
 
 import pytest
-from cli_helpers import run_cli  # noqa: E402
+from cli_helpers import run_cli
 
 from symbounds.core.exact import decimal_down, decimal_up
 from symbounds.papers.shi_liao.class_bound import ClassOptions

@@ -15,8 +15,8 @@ import json
 from fractions import Fraction
 
 from ...core.boxes import Box, boxes_cover_cube, digest
-from ...core.contexts import BallContext
 from ...core.certificate import MIN_CERT_PREC, MODEL_PREC_RANGE, CertificateError
+from ...core.contexts import BallContext
 from ...core.exact import arb_to_fraction, decimal_down, decimal_up, parse_number
 from ...core.files import atomic_write
 from ...core.modelfile import ModelFileError, model_from_json, model_to_json

@@ -18,7 +18,7 @@ from fractions import Fraction
 import flint
 import mpmath
 import pytest
-from cli_helpers import run_cli  # noqa: E402
+from cli_helpers import run_cli
 
 from symbounds.core.boxes import point_error
 from symbounds.core.expr import parse_target
@@ -353,8 +353,9 @@ def test_box_bound_encloses_point_values(network):
 
 
 def test_class_documents_validate_against_their_schemas(certified, capsys):
-    import jsonschema
     from pathlib import Path
+
+    import jsonschema
 
     folder = Path(__file__).resolve().parents[3] / "docs" / "schemas"
     cert, _ = certified

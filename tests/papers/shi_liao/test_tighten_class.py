@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import flint
 import pytest
-from cli_helpers import run_cli  # noqa: E402
+from cli_helpers import run_cli
 
 from symbounds.core.boxes import point_error
 from symbounds.core.expr import parse_target
