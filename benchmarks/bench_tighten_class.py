@@ -1,6 +1,6 @@
 """The slack of [SL26]'s constants for the worst target of the class (``symbounds tighten --class``).
 
-    python benchmarks/bench_tighten_class.py [--budget 1800] [--resolution 1/20] [--out FILE.json]
+    python benchmarks/bench_tighten_class.py [--budget 1800] [--resolution 1/20] [--out FILE.json] [--figure PNG]
 
 For each instance, the smallest ``M_g`` and ``M`` (the other derived) with which the class
 certificate still holds (a certified pass), with the step one resolution below refuted by the worst
@@ -61,6 +61,7 @@ def main():
     ap.add_argument("--budget", type=float, default=1800)
     ap.add_argument("--resolution", default="1/20")
     ap.add_argument("--out", default="benchmarks/tighten_class_sweep.json")
+    ap.add_argument("--figure", default=None, metavar="PNG", help="also draw the minima against 1/eps")
     args = ap.parse_args()
     opts = tg.TightenOptions(resolution=Fraction(args.resolution), scan=12)
     rows, skipped = [], []
@@ -90,6 +91,32 @@ def main():
     for f in fits(rows):
         print(f)
     print("skipped:", skipped)
+    if args.figure:
+        figure(rows, args.figure)
+
+
+def figure(rows, path):
+    """The class minima and the derived values against 1/eps, log-log, one panel per d."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, d in zip(axes, (1, 2)):
+        for c, colour in (("Mg", "tab:blue"), ("M", "tab:red")):
+            rs = sorted((r for r in rows if r["d"] == d and r["constant"] == c), key=lambda r: Fraction(r["eps"]))
+            if not rs:
+                continue
+            x = [1 / float(Fraction(r["eps"])) for r in rs]
+            ax.loglog(x, [float(Fraction(r["paper"])) for r in rs], "o--", color=colour, label=f"{c} derived")
+            pts = [(1 / float(Fraction(r["eps"])), float(Fraction(r["minimum"]))) for r in rs if r["minimum"]]
+            ax.loglog([p[0] for p in pts], [p[1] for p in pts], "s-", color=colour, label=f"{c} class minimum")
+        ax.set_title(f"d = {d}")
+        ax.set_xlabel("1/eps")
+        ax.legend(fontsize=7)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    print("written:", path)
 
 
 if __name__ == "__main__":
