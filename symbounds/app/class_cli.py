@@ -43,12 +43,14 @@ def run_class_certify(args) -> int:
         raise UsageError("--holder-class runs in Arb balls in one process: leave out --workers, --scheduler, "
                          "--arb-only and --bisect")
     inst = instance(args)
+    if not (128 <= args.prec <= 1 << 16):
+        raise UsageError(f"--prec {args.prec}: use between 128 and 65536 bits for the class bound")
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
     check_out_folders(args.out)
     bar = Bar(args, "box")
     try:
-        cert, res = certify_class(inst, ClassOptions(prec=max(args.prec, 128), max_boxes=args.max_boxes),
+        cert, res = certify_class(inst, ClassOptions(prec=args.prec, max_boxes=args.max_boxes),
                                   lambda n: bar(n, n, "boxes evaluated"))
     except ValueError as e:
         raise UsageError(str(e)) from None

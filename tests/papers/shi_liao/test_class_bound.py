@@ -381,3 +381,13 @@ def test_class_documents_validate_against_their_schemas(certified, capsys):
     s.validate(summary)
     del summary["worst"]
     assert not s.is_valid(summary)
+
+
+@pytest.mark.parametrize("argv", [["--prec", "64"], ["--max-boxes", "0"], ["--workers", "2"], ["--eps", "2"],
+                                  ["--alpha", "0"]])
+def test_holder_class_bad_input_is_one_line(capsys, argv, tmp_path):
+    out = tmp_path / "c.json"
+    out.write_text("previous\n")
+    code, _, err = run_cli(capsys, "certify", "--holder-class", *argv, "--out", str(out))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert out.read_text() == "previous\n"
