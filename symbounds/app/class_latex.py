@@ -124,6 +124,11 @@ def run_latex_class(args) -> int:
     from .args import UsageError, instance, written
     from .class_cli import is_class_certificate
 
+    import os
+
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(folder):
+        raise ValueError(f"{args.out}: folder {folder} does not exist")
     if args.certificate:
         cert = is_class_certificate(args.certificate)
         if cert is None:

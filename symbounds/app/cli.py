@@ -46,6 +46,7 @@ from .args import (
     written,
 )
 from .class_cli import is_class_certificate, run_class_certify, run_class_check
+from .class_latex import run_latex_class
 from .catalogue_cli import add_prove_arguments, run_prove
 from .latex import add_latex_arguments, run_latex
 from .plot import add_plot_arguments, run_plot
@@ -150,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _latex(args) -> int:
     try:
+        if args.what == "class":  # the theorem for every target of the Hoelder class
+            return run_latex_class(args)
         return run_latex(args)
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0]) from None

@@ -726,10 +726,6 @@ def run_latex(args) -> int:
         from .tighten_figures import run_latex_tighten
 
         return run_latex_tighten(args)
-    if args.what == "class":  # the theorem for every target of the Hoelder class: class_latex
-        from .class_latex import run_latex_class
-
-        return run_latex_class(args)
     if args.what == "pou":
 
         try:

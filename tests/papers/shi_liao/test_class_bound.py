@@ -391,3 +391,14 @@ def test_holder_class_bad_input_is_one_line(capsys, argv, tmp_path):
     code, _, err = run_cli(capsys, "certify", "--holder-class", *argv, "--out", str(out))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert out.read_text() == "previous\n"
+
+
+def test_library_check_dispatches_class_certificates(certified):
+    from symbounds.papers import check_certificate
+
+    cert, _ = certified
+    assert check_certificate(cert)["boxes"] == len(cert["boxes"])
+    bad = copy.deepcopy(cert)
+    bad["model_sha256"] = "0" * 64
+    with pytest.raises(Exception, match="digest"):
+        check_certificate(bad)
