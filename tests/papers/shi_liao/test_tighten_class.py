@@ -71,3 +71,16 @@ def test_class_minimum_is_at_least_the_sine_targets_domain_minimum(tightened, ca
     assert code == 0
     (d,) = json.loads(out)["results"]
     assert Fraction(d["minimum"]) <= Fraction(tightened["minimum"])
+
+
+@pytest.mark.slow
+def test_default_instance_half_the_class_minimum_is_refuted(capsys):
+    """At the default instance (eps = 1/10): the class minimum of M_g certifies, half of it is refuted."""
+    code, out, _ = run_cli(capsys, "tighten", "--class", "--what", "Mg", "--resolution", "1/20", "--quiet", "--json")
+    assert code == 0
+    (r,) = json.loads(out)["results"]
+    mn = Fraction(r["minimum"])
+    code, _, _ = run_cli(capsys, "certify", "--holder-class", "--Mg", r["minimum"], "--quiet")
+    assert code == 0
+    code, out, _ = run_cli(capsys, "certify", "--holder-class", "--Mg", str(mn / 2), "--quiet")
+    assert code == 1 and "verdict: refuted" in out
