@@ -38,9 +38,31 @@ def _num(v, digits=6) -> str:
     return s
 
 
-def class_latex(cert: dict, fragment: bool = False, checked: bool = False) -> str:
+def _tightened_tex(results: list) -> str:
+    """A paragraph of the class minima of a ``tighten --class --json`` report (its re-check commands
+    named; the values are the report's)."""
+    rows = []
+    for r in results:
+        if r.get("criterion") != "class" or r.get("minimum") is None:
+            continue
+        name = {"Mg": "M_g", "M": "M", "grid": "m"}.get(r["constant"], r["constant"])
+        text = rf"${name} = {_num(float(Fraction(r['minimum'])), 8)}$ (derived ${_num(float(Fraction(r['paper'])))}$"
+        if r.get("slack"):
+            text += rf", slack ${_num(float(Fraction(r['slack'])), 4)}$"
+        text += ")"
+        if r.get("below_status") == "fail":
+            text += rf"; at ${_num(float(Fraction(r['below'])), 8)}$ the worst target is refuted"
+        rows.append(text)
+    if not rows:
+        return ""
+    return (r"\medskip\noindent\textbf{Tightened constants} (\texttt{symbounds tighten --class}, each other constant "
+            r"derived): the class bound still holds with " + "; ".join(rows) + ".")
+
+
+def class_latex(cert: dict, fragment: bool = False, checked: bool = False, tightened: list | None = None) -> str:
     """The theorem, the certificate behind it, and a proof sketch, from a class certificate
-    (checked here unless ``checked``)."""
+    (checked here unless ``checked``); ``tightened``: the results of a ``tighten --class --json``
+    report, typeset as the class minima of the constants."""
     from .latex import document
 
     if not checked:
@@ -102,6 +124,8 @@ def class_latex(cert: dict, fragment: bool = False, checked: bool = False) -> st
         rf"${decimal_down(lower, 7)} \le \sup_g \sup_x\lvert T_g - g\rvert \le {decimal_up(upper, 7)}$, "
         rf"{_share(upper, Fraction(ij['eps']))}.",
     ]
+    if tightened:
+        body += ["", _tightened_tex(tightened)]
     return document("\n".join(body), fragment, what="class")
 
 
@@ -129,12 +153,20 @@ def run_latex_class(args) -> int:
     folder = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(folder):
         raise ValueError(f"{args.out}: folder {folder} does not exist")
+    tightened = None
+    if getattr(args, "table", None):
+        from ..core.files import read_json_file
+
+        rep = read_json_file(args.table, ValueError)
+        if not isinstance(rep, dict) or rep.get("command") != "tighten" or not isinstance(rep.get("results"), list):
+            raise ValueError(f"{args.table}: not a symbounds tighten --json report")
+        tightened = [r for r in rep["results"] if isinstance(r, dict)]
     if args.certificate:
         cert = is_class_certificate(args.certificate)
         if cert is None:
             raise ValueError(f"{args.certificate}: not a class certificate (symbounds certify --holder-class --out)")
         try:
-            text = class_latex(cert, args.fragment)
+            text = class_latex(cert, args.fragment, tightened=tightened)
         except CertificateError as e:
             raise ValueError(f"{args.certificate}: certificate rejected: {e}") from None
     else:
@@ -147,7 +179,7 @@ def run_latex_class(args) -> int:
         cert, res = certify_class(inst, ClassOptions())
         if res.verdict != "proved":
             raise ValueError(f"latex class: the class bound is {res.verdict} at this instance, no theorem to state")
-        text = class_latex(cert, args.fragment, checked=True)
+        text = class_latex(cert, args.fragment, checked=True, tightened=tightened)
     atomic_write(args.out, text)
     written(args.out)
     return 0

@@ -691,7 +691,7 @@ def add_latex_arguments(parser) -> None:
     parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", "class"], help="which document")
     parser.add_argument("--certificate", default=None, metavar="CERT.json",
                         help="class: a class certificate (default: certify the class of the instance flags)")
-    parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report")
+    parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report; class: a tighten --class --json report (its minima)")
     add_instance_args(parser)
     parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
     parser.add_argument("--prec", type=int, default=128, help="pou: starting precision in bits (default 128)")

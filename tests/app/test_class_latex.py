@@ -76,3 +76,20 @@ def test_class_theorem_refuses_a_tampered_certificate(cert_file, tmp_path, capsy
     code, _, err = run_cli(capsys, "latex", "class", "--certificate", str(tmp_path / "none.json"),
                            "--out", str(tmp_path / "t.tex"))
     assert code == 2 and "not a class certificate" in err
+
+
+@needs_tex
+def test_class_theorem_with_the_tightened_constants(cert_file, tmp_path, capsys):
+    assert HAVE_TEX, "CI is set but pdflatex/pdftotext are missing"
+    path, cert = cert_file
+    code, out, _ = run_cli(capsys, "tighten", "--class", "--what", "Mg", "--alpha", "1/2", "--holder", "1",
+                           "--bound", "1", "--eps", "1/2", "--resolution", "1/10", "--quiet", "--json")
+    assert code == 0
+    rep = json.loads(out)
+    (tmp_path / "t.json").write_text(out)
+    code, _, err = run_cli(capsys, "latex", "class", "--certificate", str(path), "--table", str(tmp_path / "t.json"),
+                           "--out", str(tmp_path / "thm.tex"))
+    assert code == 0, err
+    text = _pdf_text(tmp_path, "thm")
+    assert "Tightened constants" in text
+    assert f"{float(Fraction(rep['results'][0]['minimum'])):.8g}" in text

@@ -286,7 +286,9 @@ def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) 
     halved (widest side) until the largest upper bound is at most ``eps`` and within ``rtol`` of
     the best lower bound found at a box centre (``E - leak``, the worst target's certified error),
     or a lower bound exceeds ``eps`` (refuted: the worst target at that centre is a counterexample
-    of the class), or ``max_boxes`` boxes were evaluated.  Verdict "proved" when every box's bound
+    of the class), or ``E`` itself exceeds ``eps`` at a centre while the lower bound does not
+    (undecided: the leakage part of ``E`` is too large for either side), or ``max_boxes`` boxes
+    were evaluated.  Verdict "proved" when every box's bound
     is at most ``eps``.  ``progress(evaluated)`` is called after each box."""
     import itertools
 
@@ -298,6 +300,7 @@ def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) 
     heap, leaves, tick = [], [], itertools.count()
     best = (Fraction(-1), None, None, None)
     evaluated = 0
+    E_above = [False]  # E itself exceeds eps at a centre: no box there can be proved
 
     def push(box):
         nonlocal best, evaluated
@@ -305,6 +308,8 @@ def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) 
         E, leak, lo = _lower(net, box.centre)
         if lo > best[0]:
             best = (lo, box.centre, E, leak)
+        if not E_above[0] and arb_to_fraction(E.lower()) > eps:
+            E_above[0] = True
         evaluated += 1
         heapq.heappush(heap, (-float(U), next(tick), U, box))
         if progress is not None:
@@ -314,7 +319,7 @@ def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) 
         push(Box(tuple(edges[i] for i in idx), tuple(edges[i + 1] for i in idx)))
     while heap:
         U, box = heap[0][2], heap[0][3]
-        if best[0] > eps:
+        if best[0] > eps or E_above[0]:
             break
         if U <= eps and U <= best[0] * (1 + rtol):
             break
