@@ -82,8 +82,8 @@ def test_class_theorem_refuses_a_tampered_certificate(cert_file, tmp_path, capsy
 def test_class_theorem_with_the_tightened_constants(cert_file, tmp_path, capsys):
     assert HAVE_TEX, "CI is set but pdflatex/pdftotext are missing"
     path, cert = cert_file
-    code, out, _ = run_cli(capsys, "tighten", "--class", "--what", "Mg", "--alpha", "1/2", "--holder", "1",
-                           "--bound", "1", "--eps", "1/2", "--resolution", "1/10", "--quiet", "--json")
+    code, out, _ = run_cli(capsys, "tighten", "--class", "--what", "Mg", "--eps", "1/2", "--resolution", "1/10",
+                           "--quiet", "--json")
     assert code == 0
     rep = json.loads(out)
     (tmp_path / "t.json").write_text(out)
