@@ -117,6 +117,8 @@ def _certify_arguments(c) -> None:
                    help="halve a box along its widest side, or along the input that widens its bound most")
     c.add_argument("--arb-only", action="store_true",
                    help="evaluate every box in Arb balls (default: outward-rounded float64 first, Arb where it fails)")
+    c.add_argument("--holder-class", action="store_true",
+                   help="prove the bound for every target of the Hoelder class (alpha, C_H, B) instead of one --target")
     c.add_argument("--out", default=None, metavar="CERT.json", help="write the certificate")
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -230,6 +232,10 @@ def _latex(args) -> int:
     from .latex import run_latex
 
     try:
+        if args.what == "class":  # the theorem for every target of the Hoelder class
+            from .class_latex import run_latex_class
+
+            return run_latex_class(args)
         return run_latex(args)
     except ValueError as e:
         raise UsageError(str(e).splitlines()[0]) from None
@@ -274,6 +280,10 @@ def _certify(args) -> int:
         return run_model_certify(args)
     if args.timeout is not None:
         raise UsageError("--timeout is used with --model --spec (the whole-cube search has --max-boxes)")
+    if args.holder_class:
+        from .class_cli import run_class_certify
+
+        return run_class_certify(args)
     inst = instance(args)
     precision(args.prec, lo=MIN_CERT_PREC, why=f"below {MIN_CERT_PREC} bits the enclosures of the softmax weights "
               "are too wide to decide any box")
@@ -316,7 +326,13 @@ def _certify(args) -> int:
 
 
 def _check(args) -> int:
-    """The full re-verification, then the independent kernel (docs/checking.md); 0 if both accept."""
+    """The full re-verification, then the independent kernel (docs/checking.md); 0 if both accept.
+    A class certificate ([SL26], every target of the Hoelder class) has its own check."""
+    from .class_cli import is_class_certificate, run_class_check
+
+    whole_class = is_class_certificate(args.certificate)
+    if whole_class is not None:
+        return run_class_check(args, whole_class)
     from ..core.certificate import CertificateError, NotACertificate, load_certificate
     from ..core.exact import decimal_up
     from ..papers import check_certificate
@@ -492,9 +508,12 @@ def add_tighten_arguments(t) -> None:
     t.add_argument("--data", default=None, metavar="FILE.json", help="--what tau: dataset file (exact numbers)")
     t.add_argument("--random", default=None, metavar="N,n,d,m", help="--what tau: seeded random dataset")
     t.add_argument("--seed", type=int, default=None, help="--what tau: seed of the dataset and construction (default 0)")
-    t.add_argument("--criterion", default=None, choices=["proof", "domain", "both"],
+    t.add_argument("--criterion", default=None, choices=["proof", "domain", "both", "class", "all"],
                    help="proof: every lemma and budget claim proved; domain: sup |T - g| <= eps certified over the "
-                        "cube; both (default; the grid has the domain criterion only)")
+                        "cube; both (default; the grid has the domain criterion only); class: the bound for every "
+                        "target of the Hoelder class (docs/shi_liao.md); all: the three")
+    t.add_argument("--class", dest="criterion", action="store_const", const="class",
+                   help="the same as --criterion class")
     t.add_argument("--resolution", default="1/100", help="relative resolution R in (0, 1/2) (default 1/100)")
     t.add_argument("--scan", type=int, default=None, help="halvings below the derived value scanned first (default 10)")
     t.add_argument("--prec", type=int, default=None, help="ball precision in bits (default 128; tau: 256)")
@@ -535,9 +554,9 @@ def _tighten(args) -> int:
     args.prec = 128 if args.prec is None else args.prec
     args.max_boxes = 200_000 if args.max_boxes is None else args.max_boxes
     args.map_steps = 8 if args.map_steps is None else args.map_steps
-    criteria = ["proof", "domain"] if args.criterion == "both" else [args.criterion]
+    criteria = {"both": ["proof", "domain"], "all": ["proof", "domain", "class"]}.get(args.criterion, [args.criterion])
     for w in what:
-        if args.criterion != "both" and args.criterion not in tg.CRITERIA[w]:
+        if args.criterion not in ("both", "all") and args.criterion not in tg.CRITERIA[w]:
             raise UsageError(f"--criterion {args.criterion} has no meaning for {w}: the grid is fixed by the budget "
                              "claims E0/E1 (every coarser grid refutes them); use --criterion domain")
     R = number(args.resolution, "--resolution")

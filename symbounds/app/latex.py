@@ -307,6 +307,7 @@ PACKAGES = {
     "tables": ("amsmath", "amssymb", "booktabs", "graphicx"),
     "paper": ("amsmath", "amssymb"),
     "chain": ("amsmath", "amssymb"),
+    "class": ("amsmath", "amssymb"),
 }
 
 
@@ -676,14 +677,18 @@ def chain_latex(rows, fragment: bool = False) -> str:
 
 
 def add_latex_arguments(parser) -> None:
-    """Flags of ``symbounds latex pou|interp|tables|tighten|chain|KEY [instance] --out FILE.tex [--fragment]``."""
+    """Flags of ``symbounds latex pou|interp|tables|tighten|chain|class|KEY [instance] --out FILE.tex [--fragment]``."""
     from ..papers import CATALOGUE
     from .catalogue_cli import add_paper_arguments
 
-    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", "chain", *CATALOGUE],
+    parser.add_argument("what", choices=["pou", "interp", "tables", "tighten", "chain", "class", *CATALOGUE],
                         help="which document (KEY: any construction of 'symbounds prove --list')")
     add_paper_arguments(parser)
-    parser.add_argument("--table", default=None, metavar="T.json", help="tighten: a tighten sweep table or report")
+    parser.add_argument("--certificate", default=None, metavar="CERT.json",
+                        help="class: a class certificate (default: certify the class of the instance flags)")
+    parser.add_argument("--table", default=None, metavar="T.json",
+                        help="tighten: a tighten sweep table or report; class: a tighten --class --json report "
+                             "(its minima)")
     add_instance_args(parser)
     parser.add_argument("--points", type=int, default=8, help="pou: random sample points (default 8)")
     parser.add_argument("--prec", type=int, default=128, help="pou: starting precision in bits (default 128)")

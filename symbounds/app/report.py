@@ -294,6 +294,9 @@ def _recheck(inst, r: Tightened, v) -> str | None:
     if v is None or r.constant == "grid":
         return None
     flag = {"M": "--M", "Mg": "--Mg"}[r.constant]
+    if r.criterion == "class":
+        flags = f"--d {inst.d} --alpha {inst.alpha} --holder {inst.C_H} --bound {inst.B} --eps {inst.eps}"
+        return f"symbounds certify --holder-class {flags} {flag} {exact_text(v)}"
     cmd = "certify" if r.criterion == "domain" else "pou"
     return f"symbounds {cmd} {_instance_flags(inst)} {flag} {exact_text(v)}"
 
@@ -376,6 +379,8 @@ def tighten_text(inst, results: list[Tightened], checks: list[dict], resolution,
             e = r.below_outcome.evidence
             if r.below_outcome.status == "undecided":
                 ev = "undecided"
+            elif "target" in e:  # the class criterion: the worst target at a point
+                ev = f"|T - g0| {e['error']} at x = ({', '.join(e['x'])}), g0 = {e['target']}"
             elif "x" in e:
                 ev = f"|T - g| = {e['error']} at x = ({', '.join(e['x'])})"
             elif "claim" in e:

@@ -12,6 +12,7 @@ from ..core.certificate import CertificateError
 from ..core.certificate import check_certificate as _check
 from ..core.paper import Paper
 from .alcalde.paper import PAPER as _ALCALDE
+from .shi_liao.class_certificate import CLASS_FORMAT, check_class_certificate
 from .shi_liao.paper import PAPER as _SHI_LIAO
 
 #: key -> :class:`~symbounds.core.paper.Paper`
@@ -23,6 +24,8 @@ __all__ = ["CATALOGUE", "check_certificate"]
 def check_certificate(cert: dict, prec: int | None = None, progress=None) -> dict:
     """Re-verify a certificate with the construction it names (``construction`` field)."""
     key = cert.get("construction") if isinstance(cert, dict) else None
+    if isinstance(cert, dict) and cert.get("format") == CLASS_FORMAT:  # every target of a Hoelder class
+        return check_class_certificate(cert, progress)
     if key == "model":  # a user's network: the embedded model is the network, no grid assumptions
         return _check(cert, _model_rebuild, prec, progress)
     paper = CATALOGUE.get(key) if isinstance(key, str) else None

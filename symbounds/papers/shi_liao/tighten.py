@@ -20,7 +20,12 @@ For each constant and criterion, :func:`tighten` finds the smallest value that s
   (:func:`symbounds.papers.shi_liao.run.run`; the assumptions A1/A2 on the target do not
   depend on the constants and are not re-checked);
 * ``domain``: ``sup_{x in [0,1]^d} |T(x) - g(x)| <= eps`` is certified box by box
-  (:func:`symbounds.papers.shi_liao.certificate.certify_instance`).
+  (:func:`symbounds.papers.shi_liao.certificate.certify_instance`);
+* ``class``: the same bound for every target of the Hölder class ``(alpha, C_H, B)``
+  (:func:`symbounds.papers.shi_liao.class_certificate.class_verdict`; docs/shi_liao.md, "Every
+  target of the class"): a pass is a class certificate, a fail the worst target ``g_0`` at a point
+  with its certified error above ``eps``, confirmed by certifying ``g_0``'s own network, which
+  comes out refuted with a counterexample point.
 
 The grid has no ``proof`` criterion: ``m`` is defined by the covering claim E0 and the
 Hoelder budget E1 (``C_H (2 r)^alpha <= eps/2`` with ``r = sqrt(d)/(2m)`` holds exactly when
@@ -67,7 +72,7 @@ __all__ = ["CONSTANTS", "CRITERIA", "TightenOptions", "Outcome", "Tightened", "t
 
 #: The constants that can be tightened and the criteria that have a meaning for each.
 CONSTANTS = ("M", "Mg", "grid")
-CRITERIA = {"M": ("proof", "domain"), "Mg": ("proof", "domain"), "grid": ("domain",)}
+CRITERIA = {"M": ("proof", "domain", "class"), "Mg": ("proof", "domain", "class"), "grid": ("domain", "class")}
 
 @dataclass
 class TightenOptions:
@@ -271,12 +276,26 @@ def _domain(inst: Instance, constant: str, value, opts: TightenOptions) -> tuple
     return UNDECIDED, {"undecided_boxes": len(res.undecided), "boxes_proved": len(res.boxes)}
 
 
+def _class(inst: Instance, constant: str, value, opts: TightenOptions) -> tuple[str, dict]:
+    from .class_bound import ClassOptions
+    from .class_certificate import class_verdict
+
+    base = dataclasses.replace(inst, target="0")
+    if constant == "grid" and value is not None:
+        K = grid_constants(base, int(value))
+    else:
+        K = constants(_instance_at(base, constant, value))
+    return class_verdict(K, K.inst, ClassOptions(prec=max(opts.prec, 128), max_boxes=opts.max_boxes))
+
+
 def evaluate(inst: Instance, constant: str, criterion: str, value, opts: TightenOptions) -> Outcome:
     """Evaluate one value (``None``: the derived value itself)."""
     t0 = time.perf_counter()
     try:
         if criterion == "proof":
             status, ev = _prove(inst, constant, value, opts)
+        elif criterion == "class":
+            status, ev = _class(inst, constant, value, opts)
         else:
             status, ev = _domain(inst, constant, value, opts)
     except (ArithmeticError, ZeroDivisionError) as e:  # an enclosure that cannot be decided
