@@ -45,6 +45,8 @@ def run_class_certify(args) -> int:
     inst = instance(args)
     if not (128 <= args.prec <= 1 << 16):
         raise UsageError(f"--prec {args.prec}: use between 128 and 65536 bits for the class bound")
+    if args.max_boxes is None:  # the scaled default of certify is for the single-target search
+        args.max_boxes = ClassOptions.max_boxes
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
     check_out_folders(args.out)

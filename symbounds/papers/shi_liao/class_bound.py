@@ -88,7 +88,7 @@ def class_network(model, d: int, centres, alpha, C_H, B, prec: int = 256) -> Cla
     R = ROWS(d)
     col = model.readout.column
     head = L[2].heads[0]
-    dep = model._analyse()[2]  # which entries of the state after the affine prefix depend on x
+    dep = model.analyse()[2]  # which entries of the state after the affine prefix depend on x
     if any(v != 0 and dep[r][col] for qrow in head.W_Q for r, v in enumerate(qrow)):
         raise ValueError("the layer-2 query depends on the input: the scores are not affine")
     ball = BallContext(prec)
