@@ -49,6 +49,7 @@ __all__ = [
     "certify_model",
     "digest",
     "point_error",
+    "round_up_record",
 ]
 
 
@@ -240,7 +241,7 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
                 missed.append(i)
             if bound is not None and lim is not None:
                 if bound <= lim:
-                    bound = min(_round_up(bound), lim)
+                    bound = min(round_up_record(bound), lim)
                 elif recheck:
                     bound = None
             if bound is None:
@@ -281,7 +282,7 @@ def _violation(err, eps):
     return err.str(20, radius=True) if err > eps else (False if err <= eps else None)
 
 
-def _round_up(q: Fraction) -> Fraction:
+def round_up_record(q: Fraction) -> Fraction:
     """``q >= 0`` rounded up to :data:`RECORD_BITS` significant bits."""
     if q <= 0:
         return q

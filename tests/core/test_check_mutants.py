@@ -84,18 +84,18 @@ def test_one_bound_just_below_its_box_sup_is_rejected_from_the_command_line(cert
 @pytest.mark.parametrize("q", [F(1, 3), F(1, 2), F(2**40 + 1, 2**41), F(10**12 + 7, 3), F(1, 10**15), F(7),
                                F(2**31 - 1), F(3, 2**70), F(2**30 + 1, 2**30)])
 def test_recorded_bounds_are_rounded_up_to_30_bits_and_no_further(q):
-    """``_round_up(q)``: a dyadic number with at most 31 significant bits (so that a re-run of
+    """``round_up_record(q)``: a dyadic number with at most 31 significant bits (so that a re-run of
     the float pass in another summation order stays below it), ``>= q`` and within ``2^-29`` of it."""
-    from symbounds.core.boxes import RECORD_BITS, _round_up
+    from symbounds.core.boxes import RECORD_BITS, round_up_record
 
-    r = _round_up(q)
+    r = round_up_record(q)
     assert q <= r <= q * (1 + F(1, 2 ** (RECORD_BITS - 1))), q
     assert r.denominator & (r.denominator - 1) == 0, r
     m = r.numerator
     while m % 2 == 0:
         m //= 2
     assert m.bit_length() <= RECORD_BITS + 1, r
-    assert _round_up(F(0)) == 0
+    assert round_up_record(F(0)) == 0
 
 
 def test_check_refuses_what_is_not_a_certificate(cert):

@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import flint
 
-from ...core.boxes import Box, _round_up
+from ...core.boxes import Box, round_up_record
 from ...core.contexts import BallContext
 from ...core.exact import arb_to_fraction, as_fraction
 from ...core.transformer import Attention, FeedForward, forward
@@ -340,7 +340,7 @@ def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) 
         verdict = "undecided"
     else:
         verdict = "proved"
-    boxes = [(b, min(_round_up(u), eps) if u <= eps else u) for b, u in boxes]
+    boxes = [(b, min(round_up_record(u), eps) if u <= eps else u) for b, u in boxes]
     boxes.sort(key=lambda t: (t[0].lo, t[0].hi))
     lo, x, E, leak = best
     return ClassResult(verdict, boxes, max(u for _, u in boxes) if verdict == "proved" else max_bound, x, E, leak,
