@@ -717,7 +717,14 @@ def main(argv=None) -> int:
                     "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "prove": _prove,
                     "tikhonov": _tikhonov, "chain": _chain, "bound": _model_command, "export": _model_command,
                     "import": _model_command}
-        return commands[args.command](args)
+        code = commands[args.command](args)
+        sys.stdout.flush()  # a reader that went away is seen here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:  # stdout's reader closed early (symbounds rate | head): not an error of ours
+        # the rest of the output has nowhere to go; point stdout at /dev/null so that the final
+        # flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a process ended by a closed pipe
     except UsageError as e:
         print(f"symbounds: error: {e}", file=sys.stderr)
         return 2

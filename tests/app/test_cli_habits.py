@@ -138,3 +138,20 @@ def test_version_imports_no_heavy_module():
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_reader_that_closes_stdout_early_is_no_internal_error():
+    """``symbounds rate | head -0``: stdout's reader is gone before anything is written.  The
+    command ends quietly with 141 (128 + SIGPIPE, as a shell reports it), never with an internal
+    error or Python's 'Exception ignored' at exit."""
+    import os
+
+    r, w = os.pipe()
+    os.close(r)  # every write to w now fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "symbounds", "rate", "--n", "10000", "--d", "2"],
+                              stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""
