@@ -240,7 +240,7 @@ def run_model_certify(args) -> int:
         if getattr(args, "result", None) is not None:
             from .vnncomp_cli import certify_result
 
-            return certify_result(args, prec)
+            return certify_result(args, prec, timeout_seconds(args.timeout))
         return _certify_spec(args, prec)
     if args.target is None or args.eps is None:
         raise UsageError("--model needs --target EXPR and --eps E (or --spec PROP.vnnlib)")

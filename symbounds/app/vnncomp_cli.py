@@ -165,11 +165,9 @@ def _witness_line(rec: dict) -> str | None:
 # certify --result
 
 
-def certify_result(args, prec: int) -> int:
-    """``certify --model X --spec Y --timeout T --result OUT [--out CERT]``."""
-    from .usermodel import timeout_seconds
-
-    timeout = timeout_seconds(args.timeout)
+def certify_result(args, prec: int, timeout: float | None) -> int:
+    """``certify --model X --spec Y --timeout T --result OUT [--out CERT]`` (``timeout``: the
+    parsed ``--timeout``)."""
     if timeout is None:
         raise UsageError("--result needs --timeout SECONDS (the competition's per-instance limit)")
     cert_path = args.out or _cert_path(args.result)

@@ -97,7 +97,7 @@ def _inside(leaf: Box, box: Box) -> bool:
 def check_property_certificate(cert: dict, progress=None) -> dict:
     """Re-verify a property certificate (see the module docstring); returns
     ``{"leaves", "nodes", "inputs", "alternatives"}`` or raises :class:`PropertyCertificateError`."""
-    from .vnnlib import SpecError, _Property, parse_vnnlib
+    from .vnnlib import PropertyProblem, SpecError, parse_vnnlib
 
     if not isinstance(cert, dict) or cert.get("format") != PROPERTY_FORMAT:
         raise PropertyCertificateError(f"not a property certificate ('format' must be {PROPERTY_FORMAT!r})")
@@ -128,7 +128,7 @@ def check_property_certificate(cert: dict, progress=None) -> dict:
     index = {b: i for i, b in enumerate(leaves)}
     if len(index) != len(leaves):
         raise PropertyCertificateError("a leaf is listed twice")
-    problem = _Property(spec, k)
+    problem = PropertyProblem(spec, k)
     ev = BoxEvaluator(model, prec)
     stack = [(root, None, list(range(len(leaves))), 0)]
     nodes = done = 0

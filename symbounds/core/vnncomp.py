@@ -31,12 +31,11 @@ import io
 import json
 import math
 import os
-import zlib
 from dataclasses import dataclass
 from fractions import Fraction
 
 from .exact import NumberError, parse_number
-from .files import read_user_file
+from .shipped import read_shipped
 from .modelfile import ModelFileError, model_from_json, model_to_json
 
 __all__ = ["ANSWERS", "VnncompError", "Instance", "read_shipped", "load_network", "read_instances",
@@ -64,38 +63,6 @@ class Instance:
 
 # ------------------------------------------------------------------------------------------
 # files
-
-
-def read_shipped(path: str, error, limit: int) -> bytes:
-    """The bytes of ``path``, decompressed when the name ends in ``.gz``; at most ``limit`` bytes
-    read and at most ``limit`` produced, else ``error(one line)``."""
-    data = read_user_file(path, error, limit)
-    if not path.endswith(".gz"):
-        return data
-    if data[:2] != b"\x1f\x8b":
-        raise error(f"{path}: not a gzip file (the name ends in .gz)")
-    out, n = [], 0
-    rest = data
-    try:
-        while rest:
-            d = zlib.decompressobj(wbits=31)
-            chunk = d.decompress(rest, limit + 1 - n)
-            while True:
-                out.append(chunk)
-                n += len(chunk)
-                if n > limit:
-                    raise error(f"{path}: decompresses to more than {limit >> 20} MiB (refused)")
-                if d.eof or not d.unconsumed_tail:
-                    break
-                chunk = d.decompress(d.unconsumed_tail, limit + 1 - n)
-            if not d.eof:
-                raise error(f"{path}: the gzip data ends early (truncated file)")
-            rest = d.unused_data  # a further gzip member, as concatenated .gz files have
-            if rest[:2] != b"\x1f\x8b":
-                break
-    except zlib.error as e:
-        raise error(f"{path}: not valid gzip data ({str(e)[:60]})") from None
-    return b"".join(out)
 
 
 def _bare_name(path: str) -> str:

@@ -40,7 +40,7 @@ from .exact import NumberError, parse_number
 from .search import BoxEvaluator, Limits, Problem, float_ends, output_count, search
 from .transformer import Transformer
 
-__all__ = ["SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
+__all__ = ["PropertyProblem", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
 
 MAX_PROPERTY_BYTES = 4 * 2**20
 MAX_DISJUNCTS = 4096
@@ -293,7 +293,7 @@ def _parse(text: str) -> Spec:
 
 def read_vnnlib_text(path: str) -> str:
     """The text of a property file (``.gz`` decompressed, both read bounded)."""
-    from .vnncomp import read_shipped
+    from .shipped import read_shipped
 
     try:
         return read_shipped(path, SpecError, MAX_PROPERTY_BYTES).decode("utf-8")
@@ -388,6 +388,10 @@ class _Property(Problem):
                     y = [v.str(20, radius=True) for v in enc.vals]
                 return {"x": [str(v) for v in x], "disjunct": i, "y": y, "checked": enc.method}
         return None
+
+
+#: The problem a property's search decides (public: its certificate's check decides each leaf with it).
+PropertyProblem = _Property
 
 
 def _value(ctx, c: Constraint, outs):
