@@ -210,7 +210,7 @@ def _mid(record_y: str) -> Fraction:
     """A value written by a counterexample record: an exact rational, or a ball ``[m +/- r]``."""
     s = record_y.strip()
     if s.startswith("["):
-        s = s[1:].split("+/-")[0].strip().rstrip("]")
+        s = s[1:].split("+/-")[0].strip().rstrip("]").strip() or "0"  # "[+/- r]": a ball about 0
     return parse_number(s)
 
 
@@ -262,7 +262,7 @@ def onnxruntime_check(onnx_bytes: bytes, spec, x) -> dict:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = opts.inter_op_num_threads = 1
         sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])
-        arr = np.array([float(v) for v in x], dtype=dtype).reshape(shape, order="C")
+        arr = np.array([float(Fraction(v)) for v in x], dtype=dtype).reshape(shape, order="C")
         y = np.asarray(sess.run(None, {inp.name: arr})[0]).flatten(order="C")
     except Exception as e:  # onnxruntime's errors have no common base class
         return {"available": False, "reason": f"onnxruntime did not run the graph ({type(e).__name__})"}
