@@ -115,8 +115,6 @@ def main(argv=None):
     if a.child:
         return child(a.outdir, *a.child) or 0
     meta = load(os.path.join(a.outdir, "instances.json"))["instances"]
-    summary = load(a.summary)
-    ours = {os.path.normpath(r["property"]).split(os.sep)[-1]: r for r in summary["rows"]}
     networks = []
     for m in meta:
         if m["network"] not in networks:
@@ -147,6 +145,8 @@ def main(argv=None):
             except subprocess.TimeoutExpired:
                 results[key] = {"failed": f"timeout after {a.timeout:g} s"}
             print(f"run_peers: {key}: {time.time() - t:.1f} s", file=sys.stderr)
+    summary = load(a.summary)  # read after the peers ran (symbounds may still be writing it meanwhile)
+    ours = {os.path.normpath(r["property"]).split(os.sep)[-1]: r for r in summary["rows"]}
     table = []
     for m in meta:
         name = os.path.basename(m["vnnlib"])

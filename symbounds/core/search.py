@@ -16,8 +16,9 @@ A *problem* says what an enclosure of the outputs over a box decides and what a 
 * **Best first.**  The open boxes sit in a heap ordered by the problem's priority (recomputed
   when a box comes up, as what the problem knows may have changed); a box the problem decides
   is set aside, any other is halved along its widest side and both halves evaluated.
-* **Falsification.**  Before the search, random points of the box, its two extreme corners, its
-  centre, then a signed-gradient descent (finite differences in float) on the problem's violation
+* **Falsification.**  Before the search, the box's two extreme corners and its centre (checked
+  rigorously at once: a float evaluation can be far off, ``relu(x + 2^53) - 2^53`` is 0 at
+  ``x = 1`` in float64 and 1 exactly), random points of the box, then a signed-gradient descent (finite differences in float) on the problem's violation
   score; during it, the centre of every new box and, about once a second, a descent from the best
   points seen (at most a fifth of the search's time).  Points are exact rationals; every
   candidate is re-checked rigorously (exactly when the network admits it, else in Arb balls, once
@@ -409,6 +410,10 @@ def _falsify(problem: Problem, ev: BoxEvaluator, box: Box, rng, n: int, pool: li
              deadline: float | None) -> dict | None:
     """The pass before the search: corners, centre, random points, then descents."""
     pts = [box.lo, box.hi, box.centre] + random_points(box, n, rng)
+    for p in pts[:3]:  # the extreme corners and the centre rigorously, whatever the floats say there
+        hit = _rigorous(problem, ev, p)
+        if hit is not None:
+            return hit
     ys = ev.sample(pts)
     hit = _probe(problem, ev, pts, ys)
     if hit is not None:
