@@ -182,8 +182,9 @@ def certify_result(args, prec: int, timeout: float | None) -> int:
     if rec["answer"] == "error":
         raise UsageError(rec["message"] or "error")
     if args.json:
-        print(json.dumps(_summary_row(rec, args.model, args.spec, timeout, args.result,
-                                      cert_path if rec["answer"] == "unsat" else None), indent=2))
+        row = _summary_row(rec, args.model, args.spec, timeout, args.result,
+                           cert_path if rec["answer"] == "unsat" else None)
+        print(json.dumps(_summary(None, os.path.dirname(args.result) or ".", [row], rec["seconds"]), indent=2))
     else:
         print(f"symbounds certify: {args.model} against {args.spec}: {rec['answer']} ({rec['seconds']:.2f} s, "
               f"timeout {timeout:g} s)")
@@ -237,8 +238,16 @@ def _summary_row(rec, network, spec, timeout, result_path, cert_path) -> dict:
                                                    "outputs": o.get("outputs")}}
 
 
-def run_vnncomp(args) -> int:
+def _summary(instances, results, rows, seconds) -> dict:
+    """The summary document (docs/schemas/vnncomp.schema.json)."""
     from ..core.version import __version__
+
+    return {"format": "symbounds-vnncomp-summary/1", "symbounds": __version__, "instances": instances,
+            "results": results, "counts": {a: sum(r["answer"] == a for r in rows) for a in ANSWERS},
+            "seconds": seconds, "rows": rows}
+
+
+def run_vnncomp(args) -> int:
     from .args import precision
 
     prec = precision(args.prec)
@@ -273,10 +282,8 @@ def run_vnncomp(args) -> int:
             print(f"symbounds vnncomp: [{k + 1}/{len(instances)}] {_stem(inst.network)} {_stem(inst.spec)}: "
                   f"{rec['answer']} ({rec['seconds']:.2f} s of {inst.timeout:g}){extra}"
                   + (f"; {line}" if line else ""), file=sys.stderr)
-    counts = {a: sum(r["answer"] == a for r in rows) for a in ANSWERS}
-    summary = {"format": "symbounds-vnncomp-summary/1", "symbounds": __version__, "instances": args.instances,
-               "results": args.results, "counts": counts, "seconds": round(time.monotonic() - t0, 3),
-               "rows": rows}
+    summary = _summary(args.instances, args.results, rows, round(time.monotonic() - t0, 3))
+    counts = summary["counts"]
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

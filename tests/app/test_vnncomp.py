@@ -126,7 +126,7 @@ def test_the_timeout_is_honoured(capsys, folder):
     assert elapsed <= 1.1 * T + 0.5  # the child is ended at the timeout + 5% at the latest
     if answer == "timeout":
         assert elapsed >= 0.8 * T
-    assert json.loads(out)["answer"] == answer
+    assert json.loads(out)["rows"][0]["answer"] == answer
 
 
 def test_vnncomp_runs_an_instances_csv_with_gz_files(capsys, folder):
