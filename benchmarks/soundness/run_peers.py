@@ -2,6 +2,7 @@
 
     benchmarks/peers/.venv/bin/python benchmarks/soundness/run_peers.py OUTDIR \
         --summary OUTDIR/summary.json --out OUTDIR/peers.json [--markdown table.md] [--timeout 600]
+    ... --render OUTDIR/peers.json --out -     # the table again from a run's raw results
 
 Run with the peer environment (benchmarks/peers/setup_peers.sh); symbounds is not imported.  Each
 network's model file (OUTDIR/models/NAME.json: the network as read back exactly from its ONNX graph)
@@ -110,6 +111,8 @@ def main(argv=None):
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--memory-gib", type=float, default=6)
+    ap.add_argument("--render", default=None, metavar="PEERS.json",
+                    help="classify the raw peer results of an earlier run again (no peer is run)")
     ap.add_argument("--child", nargs=2, metavar=("NETWORK", "METHOD"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -119,8 +122,8 @@ def main(argv=None):
     for m in meta:
         if m["network"] not in networks:
             networks.append(m["network"])
-    results = {}
-    for net in networks:
+    results = load(a.render)["results"] if a.render else {}
+    for net in ([] if a.render else networks):
         mj = load(os.path.join(a.outdir, meta[[x["network"] for x in meta].index(net)]["model"]))
         for method in METHODS:
             key = f"{net}/{method}"
@@ -172,8 +175,9 @@ def main(argv=None):
                     if ans == "unsat" and sym == "sat":
                         row["wrong"] = True
             table.append(row)
-    with open(a.out, "w") as f:
-        json.dump({"rows": table, "results": results}, f, indent=1)
+    if a.out != "-":
+        with open(a.out, "w") as f:
+            json.dump({"rows": table, "results": results}, f, indent=1)
     md = markdown(table)
     if a.markdown:
         with open(a.markdown, "w") as f:

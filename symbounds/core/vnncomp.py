@@ -258,7 +258,10 @@ def onnxruntime_check(onnx_bytes: bytes, spec, x) -> dict:
         inp = [i for i in proto.graph.input if i.name not in init][0]
         elem = inp.type.tensor_type.elem_type
         dtype = np.float64 if elem == onnx.TensorProto.DOUBLE else np.float32
-        shape = [d.dim_value if d.dim_value > 0 else 1 for d in inp.type.tensor_type.shape.dim]
+        shape = [d.dim_value if d.dim_value > 0 else -1 for d in inp.type.tensor_type.shape.dim]
+        free = [i for i, v in enumerate(shape) if v == -1]
+        for i in free[:-1]:  # several free dimensions (a batch and the tokens): the first ones are 1
+            shape[i] = 1
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = opts.inter_op_num_threads = 1
         sess = ort.InferenceSession(onnx_bytes, opts, providers=["CPUExecutionProvider"])

@@ -435,8 +435,10 @@ def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 200
     used = max((j for conj in spec.unsafe for c in conj for j, _ in c.coeffs), default=-1)
     if spec.outputs != k or used >= k:
         raise SpecError(f"the property has {spec.outputs} outputs, the model has {k}")
+    # the smallest width relative to the property's box too: a box narrower than 2^-20 is still split
+    smallest = min(Fraction(min_width), box.width() * Fraction(min_width)) if box.width() > 0 else Fraction(min_width)
     res = search(_Property(spec, k), BoxEvaluator(model, prec), box,
-                 Limits(max_boxes=max_boxes, timeout=timeout, min_width=Fraction(min_width), seed=seed), progress)
+                 Limits(max_boxes=max_boxes, timeout=timeout, min_width=smallest, seed=seed), progress)
     return VerifyResult(res.verdict, res.counterexample, res.evaluated, [b for b, _ in res.open]
                         if res.verdict is Verdict.UNDECIDED else [], res.seconds, set(res.methods),
                         res.stopped, res.decided_fraction, [b for b, _ in res.decided])
