@@ -17,8 +17,9 @@ has a constraint whose range (interval arithmetic on ``[l, u]``, exact fractions
 false side, else ``unknown`` (bounds alone never answer ``sat``).  Compared with symbounds'
 answer (``summary.json`` of ``symbounds vnncomp --json``): **wrong** = the peer answers ``unsat``
 where symbounds found an exact counterexample; **invalid** = NaN or infinite bounds, ``l > u``, or an
-interval that excludes the output symbounds certified at its witness (exact, or an Arb ball);
-**unknown**; **crashed**; **right** = the peer's ``unsat`` agrees with symbounds' ``unsat``.
+interval that excludes the output symbounds certified at its witness (exact, or an Arb ball) -- a
+wrong answer is usually invalid too, the two columns overlap; **unknown**; **crashed**; **right** =
+the peer's ``unsat`` agrees with symbounds' ``unsat``.
 """
 
 import argparse
@@ -168,10 +169,12 @@ def main(argv=None):
                     row.update(peer="crashed", note=pr["error"])
                 else:
                     ans, note = peer_answer(m, pr["lo"], pr["hi"])
+                    row.update(peer=ans, note=note, lo=pr["lo"], hi=pr["hi"], seconds=pr["seconds"])
                     if ans != "invalid" and sym == "sat" and r.get("witness") and excludes(pr["lo"], pr["hi"],
                                                                                          r["witness"]["y"]):
-                        ans, note = "invalid", "excludes the certified output at the witness"
-                    row.update(peer=ans, note=note, lo=pr["lo"], hi=pr["hi"], seconds=pr["seconds"])
+                        row.update(invalid=True, note="excludes the certified output at the witness")
+                    if ans == "invalid":
+                        row["invalid"] = True
                     if ans == "unsat" and sym == "sat":
                         row["wrong"] = True
             table.append(row)
@@ -191,17 +194,19 @@ def markdown(table):
     for r in table:
         if r["family"] not in fams:
             fams.append(r["family"])
-    lines = ["| family | method | instances (symbounds unsat / sat) | right | wrong | invalid | unknown | crashed | not run |",
+    lines = ["| family | method | instances (symbounds unsat / sat / other) | right | wrong | invalid | unknown | crashed | not run |",
              "|---|---|---|---|---|---|---|---|---|"]
     for fam in fams + ["all"]:
         for method in METHODS:
             rows = [r for r in table if (fam == "all" or r["family"] == fam) and r["method"] == method]
             uns = sum(r["symbounds"] == "unsat" for r in rows)
             sat = sum(r["symbounds"] == "sat" for r in rows)
+            other = len(rows) - uns - sat
             right = sum(r["peer"] == "unsat" and r["symbounds"] == "unsat" for r in rows)
             wrong = sum(bool(r.get("wrong")) for r in rows)
-            cnt = {k: sum(r["peer"] == k for r in rows) for k in ("invalid", "unknown", "crashed", "not run")}
-            lines.append(f"| {fam} | {method} | {len(rows)} ({uns} / {sat}) | {right} | {wrong} | {cnt['invalid']} | "
+            cnt = {k: sum(r["peer"] == k for r in rows) for k in ("unknown", "crashed", "not run")}
+            cnt["invalid"] = sum(bool(r.get("invalid")) for r in rows)
+            lines.append(f"| {fam} | {method} | {len(rows)} ({uns} / {sat} / {other}) | {right} | {wrong} | {cnt['invalid']} | "
                          f"{cnt['unknown']} | {cnt['crashed']} | {cnt['not run']} |")
     return "\n".join(lines) + "\n"
 

@@ -17,9 +17,11 @@ A *problem* says what an enclosure of the outputs over a box decides and what a 
 * **Best first.**  The open boxes sit in a heap ordered by the problem's priority (recomputed
   when a box comes up, as what the problem knows may have changed); a box the problem decides
   is set aside, any other is halved along its widest side and both halves evaluated.
-* **Falsification.**  Before the search, the box's two extreme corners and its centre (checked
-  exactly at once where the network admits it: a float evaluation can be far off, ``relu(x + 2^53) - 2^53`` is 0 at
-  ``x = 1`` in float64 and 1 exactly), random points of the box, then a signed-gradient descent (finite differences in float) on the problem's violation
+* **Falsification.**  Before the search, the box's two extreme corners (exactly, where the
+  network admits it) and its centre (exactly, else in Arb balls), whatever the floats say there:
+  a float evaluation can be far off (``relu(x + 2^53) - 2^53`` is 0 at ``x = 1`` in float64 and 1
+  exactly); then random points of the box and a signed-gradient descent (finite differences in
+  float) on the problem's violation
   score; during it, the centre of every new box and, about once a second, a descent from the best
   points seen (at most a fifth of the search's time).  Points are exact rationals; every
   candidate is re-checked rigorously (exactly when the network admits it, else in Arb balls, once
@@ -434,8 +436,8 @@ def _falsify(problem: Problem, ev: BoxEvaluator, box: Box, rng, n: int, pool: li
              deadline: float | None) -> dict | None:
     """The pass before the search: corners, centre, random points, then descents."""
     pts = [box.lo, box.hi, box.centre] + random_points(box, n, rng)
-    for p in pts[:3]:  # the extreme corners and the centre exactly (where the network admits it,
-        enc = ev._exact(p)  # cheaply), whatever the floats say there
+    for k, p in enumerate(pts[:3]):  # the extreme corners exactly (where the network admits it) and
+        enc = ev.at(p) if k == 2 else ev._exact(p)  # the centre in balls too, whatever the floats say
         hit = None if enc is None else problem.refutes(p, enc)
         if hit is not None:
             return hit
@@ -539,13 +541,13 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             for c in b.split():
                 children.append(c)
                 parents.append(e)
-        encs = ev.enclose(children, parents, deadline)
-        evaluated += len(children)
-        cs = [c.centre for c in children]
+        cs = [c.centre for c in children]  # the centres first: cheaper than the enclosures
         ys = ev.sample(cs)
         hit = _probe(problem, ev, cs, ys)
         if hit is not None:
             return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
+        encs = ev.enclose(children, parents, deadline)
+        evaluated += len(children)
         _remember(pool, cs, ys, problem)
         now = time.monotonic()
         if now - last_descent > 1.0 and descending <= DESCENT_SHARE * (now - t0):
