@@ -173,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  symbounds certify --out cert.json                  # the default instance, ~300 boxes\n"
                "  symbounds certify --eps 1/25 --workers 2\n"
                "  symbounds certify --model net.json --target 'sin(2*x1)' --eps 1/2 --out cert.json\n"
-               "  symbounds certify --model net.json --spec prop.vnnlib",
+               "  symbounds certify --model net.json --spec prop.vnnlib\n"
+               "  symbounds certify --model net.onnx --spec prop.vnnlib --timeout 60 --result out.txt",
         populate=_certify_arguments)
     sub.add_parser(
         "check", help="re-verify a certificate written by symbounds certify",
@@ -195,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                    populate=_module_arguments("usermodel", "add_export_arguments"))
     sub.add_parser("import", help="read an ONNX graph into a model file, weights as exact binary rationals",
                    populate=_module_arguments("usermodel", "add_import_arguments"))
+    sub.add_parser("vnncomp", help="run a VNN-COMP benchmark folder (instances.csv): one result file per instance",
+                   populate=_vnncomp_arguments)
     sub.add_parser(
         "prove", help="any construction of the catalogue by name: symbounds prove --list; symbounds prove KEY N=V ...",
         description="Prove one instance of any construction of the catalogue through its common interface: "
@@ -220,6 +223,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("tikhonov", help="[AFZ25] regularised training (PyTorch, extra 'train') beside its certified threshold",
                    populate=_module_arguments("tikhonov_cli", "add_tikhonov_arguments"))
     return p
+
+
+def _vnncomp_arguments(v) -> None:
+    from .vnncomp_cli import add_vnncomp_arguments
+
+    add_vnncomp_arguments(v)
+
+
+def _vnncomp(args) -> int:
+    from .vnncomp_cli import run_vnncomp
+
+    return run_vnncomp(args)
 
 
 def _rate_arguments(p) -> None:
@@ -329,7 +344,11 @@ def _check(args) -> int:
     """The full re-verification, then the independent kernel (docs/checking.md); 0 if both accept.
     A class certificate ([SL26], every target of the Hoelder class) has its own check."""
     from .class_cli import is_class_certificate, run_class_check
+    from .vnncomp_cli import is_property_certificate, run_property_check
 
+    prop = is_property_certificate(args.certificate)
+    if prop is not None:
+        return run_property_check(args, prop)
     whole_class = is_class_certificate(args.certificate)
     if whole_class is not None:
         return run_class_check(args, whole_class)
@@ -716,7 +735,7 @@ def main(argv=None) -> int:
         commands = {"pou": _pou, "certify": _certify, "check": _check, "sweep": _sweep, "rate": _rate,
                     "interp": _interp, "latex": _latex, "plot": _plot, "tighten": _tighten, "prove": _prove,
                     "tikhonov": _tikhonov, "chain": _chain, "bound": _model_command, "export": _model_command,
-                    "import": _model_command}
+                    "import": _model_command, "vnncomp": _vnncomp}
         code = commands[args.command](args)
         sys.stdout.flush()  # a reader that went away is seen here, not at the interpreter's exit
         return code

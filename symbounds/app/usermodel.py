@@ -31,7 +31,8 @@ def add_bound_arguments(b) -> None:
     b.epilog = ("examples:\n"
                 "  symbounds bound net.json --box 0:1 --split 6\n"
                 "  symbounds bound net.json --box=-1:1,0:1/2 --width 1/16 --json")
-    b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1)")
+    b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1), or an ONNX graph "
+                                                        "(imported on the fly; extra: onnx)")
     b.add_argument("--box", required=True, metavar="LO:HI[,LO:HI...]",
                    help="one interval per input; token-set models: D*n intervals, token by token "
                         "(interval j*D + r bounds feature r of token j); write --box=-1:1 for a "
@@ -74,7 +75,8 @@ def add_import_arguments(i) -> None:
 
 def add_model_certify_arguments(c) -> None:
     c.add_argument("--model", default=None, metavar="MODEL.json",
-                   help="certify a model file instead of a construction (with --target and --eps, or --spec)")
+                   help="certify a model file (or an ONNX graph, imported on the fly) instead of a construction "
+                        "(with --target and --eps, or --spec)")
     c.add_argument("--spec", default=None, metavar="PROP.vnnlib",
                    help="with --model: prove that no input of the property's box reaches its unsafe outputs")
     c.add_argument("--force", action="store_true",
@@ -83,6 +85,9 @@ def add_model_certify_arguments(c) -> None:
                         "CERT.undecided.json)")
     c.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="with --spec: stop after this many seconds (undecided, with the part proved so far)")
+    c.add_argument("--result", default=None, metavar="OUT.txt",
+                   help="with --spec and --timeout: write the VNN-COMP result file (unsat, sat and its witness, "
+                        "timeout, unknown or error); an unsat's certificate goes to --out (default OUT.cert.json)")
 
 
 def check_certificate_out(args) -> None:
@@ -127,10 +132,23 @@ def _prec(p: int) -> int:
 
 
 def _load(path: str):
+    """A model file, or an ONNX graph imported on the fly (by its name, ``.onnx``, or its bytes)."""
+    from ..core.vnncomp import VnncompError, load_network
+
+    if path.endswith((".onnx", ".onnx.gz")):
+        try:
+            return load_network(path)[0]
+        except VnncompError as e:
+            raise UsageError(str(e)) from None
     try:
         return load_model(path)
     except ModelFileError as e:
-        raise UsageError(str(e)) from None
+        if "not valid JSON" not in str(e):
+            raise UsageError(str(e)) from None
+        try:  # not JSON: an ONNX graph under another name, or neither (one line saying so)
+            return load_network(path)[0]
+        except VnncompError as e2:
+            raise UsageError(str(e2)) from None
 
 
 def timeout_seconds(text) -> float | None:
@@ -214,9 +232,15 @@ def run_model_certify(args) -> int:
         if getattr(args, flag, None) is not None:
             raise UsageError(f"--{flag}: not used with --model (the model file is the network)")
     prec = _prec(args.prec)
+    if getattr(args, "result", None) is not None and args.spec is None:
+        raise UsageError("--result is used with --spec PROP.vnnlib (and --timeout)")
     if args.spec is not None:
-        if args.target is not None or args.eps is not None or args.out is not None or args.force:
-            raise UsageError("--spec replaces --target, --eps, --out and --force")
+        if args.target is not None or args.eps is not None or args.force:
+            raise UsageError("--spec replaces --target, --eps and --force")
+        if getattr(args, "result", None) is not None:
+            from .vnncomp_cli import certify_result
+
+            return certify_result(args, prec, timeout_seconds(args.timeout))
         return _certify_spec(args, prec)
     if args.target is None or args.eps is None:
         raise UsageError("--model needs --target EXPR and --eps E (or --spec PROP.vnnlib)")
@@ -265,13 +289,15 @@ def run_model_certify(args) -> int:
 
 
 def _certify_spec(args, prec: int) -> int:
-    from ..core.vnnlib import SpecError, load_vnnlib, verify
+    from ..core.vnnlib import SpecError, parse_vnnlib, read_vnnlib_text, verify
 
     model = _load(args.model)
     timeout = timeout_seconds(getattr(args, "timeout", None))
+    check_out_folders(args.out)
     bar = Bar(args, "box")
     try:
-        spec = load_vnnlib(args.spec)
+        text = read_vnnlib_text(args.spec)
+        spec = parse_vnnlib(text)
         res = verify(model, spec, prec=prec, max_boxes=args.max_boxes, timeout=timeout,
                      progress=lambda f, n: bar.volume(f, n, "the property's input box"))
     except (SpecError, BoundError) as e:
@@ -280,6 +306,18 @@ def _certify_spec(args, prec: int) -> int:
     finally:
         bar.close()
     pct = f"{float(res.proved_fraction) * 100:.1f}".rstrip("0").rstrip(".")
+    if args.out is not None:
+        if res.verdict == "proved":
+            from ..core.property_certificate import make_property_certificate
+            from ..core.version import __version__
+
+            write_certificate(args.out, make_property_certificate(
+                version=__version__, model=model, spec_text=text, result=res, prec=prec,
+                source={"network": os.path.basename(args.model), "property": os.path.basename(args.spec)}))
+            written(args.out)
+        else:
+            print(f"symbounds: {args.out}: not written (a certificate is written for a proved property only)",
+                  file=sys.stderr)
     if args.json:
         print(json.dumps({"verdict": res.verdict, "counterexample": res.counterexample, "boxes": res.boxes,
                           "undecided_boxes": len(res.undecided), "seconds": round(res.seconds, 3),

@@ -8,7 +8,8 @@ A *problem* says what an enclosure of the outputs over a box decides and what a 
   ``B = x0 +- h``: in outward-rounded float64 first-order Taylor models over a batch of boxes at
   once where the model supports it (:mod:`symbounds.core.float_boxes`), else (or where the floats
   fail) in Arb Taylor models (:mod:`symbounds.core.taylor`) met with plain Arb balls (one ball
-  per input side), either alone where the other fails; a box that is a single point is
+  per input side), either alone where the other fails -- and in Arb as well where a box's float
+  enclosure is not a tenth narrower than its parent's (the float rounding dominates there); a box that is a single point is
   evaluated exactly where the network admits it (rational weights, ReLU, hardmax:
   :class:`symbounds.core.contexts.ExactContext`).  A child's
   enclosure is intersected with its parent's -- the parent's encloses ``T`` over the child too --
@@ -16,8 +17,11 @@ A *problem* says what an enclosure of the outputs over a box decides and what a 
 * **Best first.**  The open boxes sit in a heap ordered by the problem's priority (recomputed
   when a box comes up, as what the problem knows may have changed); a box the problem decides
   is set aside, any other is halved along its widest side and both halves evaluated.
-* **Falsification.**  Before the search, random points of the box, its two extreme corners, its
-  centre, then a signed-gradient descent (finite differences in float) on the problem's violation
+* **Falsification.**  Before the search, the box's two extreme corners (exactly, where the
+  network admits it) and its centre (exactly, else in Arb balls), whatever the floats say there:
+  a float evaluation can be far off (``relu(x + 2^53) - 2^53`` is 0 at ``x = 1`` in float64 and 1
+  exactly); then random points of the box and a signed-gradient descent (finite differences in
+  float) on the problem's violation
   score; during it, the centre of every new box and, about once a second, a descent from the best
   points seen (at most a fifth of the search's time).  Points are exact rationals; every
   candidate is re-checked rigorously (exactly when the network admits it, else in Arb balls, once
@@ -56,6 +60,8 @@ __all__ = ["Enclosure", "BoxEvaluator", "Limits", "SearchResult", "search", "par
 
 #: Boxes halved per float batch (twice as many evaluated), and per Arb step.
 FLOAT_BATCH, ARB_BATCH = 32, 1
+#: A float enclosure at least this fraction of its parent's width is "stalled": Arb is tried too.
+STALL = Fraction(9, 10)
 #: The most of a search's time the descents started during it may take.
 DESCENT_SHARE = 0.2
 
@@ -163,6 +169,12 @@ class BoxEvaluator:
             if deadline is not None and time.monotonic() >= deadline:
                 break
             out[i] = self._arb(boxes[i])
+        for i in self._stalled(out, parents, arb):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            a = self._arb(boxes[i])
+            if a is not None:
+                out[i] = a.meet(out[i])
         for i, e in enumerate(out):
             p = parents[i]
             if e is None:
@@ -172,6 +184,21 @@ class BoxEvaluator:
             if out[i] is not None:
                 self.counts[out[i].method] = self.counts.get(out[i].method, 0) + 1
         return out
+
+    @staticmethod
+    def _stalled(out: list, parents: list, arb: list) -> list:
+        """The boxes whose float enclosure narrows their parent's by less than a tenth: there the float
+        pass's own rounding dominates (``x + 2^53`` on a box of ``x`` in ``[0, 1]`` is enclosed
+        no tighter than ``ulp(2^53) = 2`` however small the box), so Arb, at the evaluator's
+        precision, is tried as well and the two are met."""
+        done = set(arb)
+        stalled = []
+        for i, (e, p) in enumerate(zip(out, parents)):
+            if e is None or p is None or i in done or e.method != "float":
+                continue
+            if e.width() >= STALL * p.width() > 0:
+                stalled.append(i)
+        return stalled
 
     def _arb(self, box: Box) -> Enclosure | None:
         """Arb Taylor models met with plain balls over the box (either alone where the other fails;
@@ -409,6 +436,11 @@ def _falsify(problem: Problem, ev: BoxEvaluator, box: Box, rng, n: int, pool: li
              deadline: float | None) -> dict | None:
     """The pass before the search: corners, centre, random points, then descents."""
     pts = [box.lo, box.hi, box.centre] + random_points(box, n, rng)
+    for k, p in enumerate(pts[:3]):  # the extreme corners exactly (where the network admits it) and
+        enc = ev.at(p) if k == 2 else ev._exact(p)  # the centre in balls too, whatever the floats say
+        hit = None if enc is None else problem.refutes(p, enc)
+        if hit is not None:
+            return hit
     ys = ev.sample(pts)
     hit = _probe(problem, ev, pts, ys)
     if hit is not None:
@@ -509,13 +541,13 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             for c in b.split():
                 children.append(c)
                 parents.append(e)
-        encs = ev.enclose(children, parents, deadline)
-        evaluated += len(children)
-        cs = [c.centre for c in children]
+        cs = [c.centre for c in children]  # the centres first: cheaper than the enclosures
         ys = ev.sample(cs)
         hit = _probe(problem, ev, cs, ys)
         if hit is not None:
             return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
+        encs = ev.enclose(children, parents, deadline)
+        evaluated += len(children)
         _remember(pool, cs, ys, problem)
         now = time.monotonic()
         if now - last_descent > 1.0 and descending <= DESCENT_SHARE * (now - t0):

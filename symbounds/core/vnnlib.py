@@ -40,7 +40,7 @@ from .exact import NumberError, parse_number
 from .search import BoxEvaluator, Limits, Problem, float_ends, output_count, search
 from .transformer import Transformer
 
-__all__ = ["SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
+__all__ = ["PropertyProblem", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
 
 MAX_PROPERTY_BYTES = 4 * 2**20
 MAX_DISJUNCTS = 4096
@@ -191,6 +191,52 @@ def _constraint(lin, strict) -> Constraint:
     return Constraint(coeffs, lin.get(1, Fraction(0)), strict)
 
 
+def _disjunction(f, declared) -> list:
+    """``(or (and a ...) b ...)`` as a list of conjunctions of output constraints."""
+    disj = []
+    for part in f[1:]:
+        conj = part[1:] if isinstance(part, list) and part and part[0] == "and" else [part]
+        cs = []
+        for a in conj:
+            for lin, strict in _atoms(a, declared):
+                if _kind(lin) == "input":
+                    raise SpecError("input constraints inside (or ...) (several input regions) are not "
+                                    "supported: write one property file per region")
+                cs.append(_constraint(lin, strict))
+        disj.append(cs)
+    if not disj:
+        raise SpecError("(or) with no alternatives")
+    return disj
+
+
+def _assert(f, declared, lo, hi, common, disjunctions) -> None:
+    """One asserted formula: a conjunction (``and``, nested or not) of input bounds, output
+    constraints and disjunctions of conjunctions of output constraints."""
+    stack = [f]
+    while stack:
+        f = stack.pop()
+        if isinstance(f, list) and f and f[0] == "and":
+            stack.extend(reversed(f[1:]))
+            continue
+        if isinstance(f, list) and f and f[0] == "or":
+            disjunctions.append(_disjunction(f, declared))
+            continue
+        for lin, strict in _atoms(f, declared):
+            kind = _kind(lin)
+            if kind == "output" or kind == "constant":
+                common.append(_constraint(lin, strict))
+                continue
+            names = [k for k, v in lin.items() if k != 1 and v != 0]
+            if len(names) != 1:
+                raise SpecError(f"input constraint {_show(f)}: only bounds of one input are supported")
+            x, c = names[0], lin[names[0]]
+            val = -lin.get(1, Fraction(0)) / c  # c x + k <= 0  <=>  x <= -k/c (c > 0)
+            if c > 0:
+                hi[x] = min(hi.get(x, val), val)
+            else:
+                lo[x] = max(lo.get(x, val), val)
+
+
 def parse_vnnlib(text: str) -> Spec:
     """Read a property (see the module docstring); raises :class:`SpecError`."""
     try:
@@ -220,38 +266,7 @@ def _parse(text: str) -> Spec:
         elif head == "assert":
             if len(cmd) != 2:
                 raise SpecError(f"assert takes one formula: {_show(cmd)}")
-            f = cmd[1]
-            if isinstance(f, list) and f and f[0] == "or":
-                disj = []
-                for part in f[1:]:
-                    conj = part[1:] if isinstance(part, list) and part and part[0] == "and" else [part]
-                    cs = []
-                    for a in conj:
-                        for lin, strict in _atoms(a, declared):
-                            if _kind(lin) == "input":
-                                raise SpecError("input constraints inside (or ...) are not supported")
-                            cs.append(_constraint(lin, strict))
-                    disj.append(cs)
-                if not disj:
-                    raise SpecError("(or) with no alternatives")
-                disjunctions.append(disj)
-                continue
-            conj = f[1:] if isinstance(f, list) and f and f[0] == "and" else [f]
-            for a in conj:
-                for lin, strict in _atoms(a, declared):
-                    kind = _kind(lin)
-                    if kind == "output" or kind == "constant":
-                        common.append(_constraint(lin, strict))
-                        continue
-                    names = [k for k, v in lin.items() if k != 1 and v != 0]
-                    if len(names) != 1:
-                        raise SpecError(f"input constraint {_show(a)}: only bounds of one input are supported")
-                    x, c = names[0], lin[names[0]]
-                    val = -lin.get(1, Fraction(0)) / c  # c x + k <= 0  <=>  x <= -k/c (c > 0)
-                    if c > 0:
-                        hi[x] = min(hi.get(x, val), val)
-                    else:
-                        lo[x] = max(lo.get(x, val), val)
+            _assert(cmd[1], declared, lo, hi, common, disjunctions)
         elif head in ("set-logic", "set-info", "check-sat", "exit", "set-option"):
             continue
         else:
@@ -276,10 +291,18 @@ def _parse(text: str) -> Spec:
     return Spec(tuple(lo[x] for x in xs), tuple(hi[x] for x in xs), len(ys), unsafe)
 
 
-def load_vnnlib(path: str) -> Spec:
-    from .files import read_user_text
+def read_vnnlib_text(path: str) -> str:
+    """The text of a property file (``.gz`` decompressed, both read bounded)."""
+    from .shipped import read_shipped
 
-    return parse_vnnlib(read_user_text(path, SpecError, MAX_PROPERTY_BYTES))
+    try:
+        return read_shipped(path, SpecError, MAX_PROPERTY_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a UTF-8 text file") from None
+
+
+def load_vnnlib(path: str) -> Spec:
+    return parse_vnnlib(read_vnnlib_text(path))
 
 
 # ------------------------------------------------------------------------------------------
@@ -296,6 +319,7 @@ class VerifyResult:
     methods: set = field(default_factory=set)
     stopped: str | None = None  # why an undecided search ended: "timeout", "max-boxes" or "min-width"
     proved_fraction: Fraction = Fraction(0)  # of the input box's volume (sides of positive width)
+    leaves: list = field(default_factory=list)  # the decided sub-boxes (a proof's cells, for its certificate)
 
 
 class _Property(Problem):
@@ -366,6 +390,10 @@ class _Property(Problem):
         return None
 
 
+#: The problem a property's search decides (public: its certificate's check decides each leaf with it).
+PropertyProblem = _Property
+
+
 def _value(ctx, c: Constraint, outs):
     """The constraint's left side ``sum_j a_j Y_j + const`` in ``ctx``."""
     with ctx.scope():
@@ -407,8 +435,10 @@ def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 200
     used = max((j for conj in spec.unsafe for c in conj for j, _ in c.coeffs), default=-1)
     if spec.outputs != k or used >= k:
         raise SpecError(f"the property has {spec.outputs} outputs, the model has {k}")
+    # the smallest width relative to the property's box too: a box narrower than 2^-20 is still split
+    smallest = min(Fraction(min_width), box.width() * Fraction(min_width)) if box.width() > 0 else Fraction(min_width)
     res = search(_Property(spec, k), BoxEvaluator(model, prec), box,
-                 Limits(max_boxes=max_boxes, timeout=timeout, min_width=Fraction(min_width), seed=seed), progress)
+                 Limits(max_boxes=max_boxes, timeout=timeout, min_width=smallest, seed=seed), progress)
     return VerifyResult(res.verdict, res.counterexample, res.evaluated, [b for b, _ in res.open]
                         if res.verdict is Verdict.UNDECIDED else [], res.seconds, set(res.methods),
-                        res.stopped, res.decided_fraction)
+                        res.stopped, res.decided_fraction, [b for b, _ in res.decided])

@@ -74,6 +74,7 @@ def _run(cmd: str, tmp_path, monkeypatch) -> int:
     shutil.copy(ROOT / "docs" / "dataset.json", tmp_path / "docs" / "dataset.json")
     vnnlib = re.search(r"<!-- readme-snippet: own-network-vnnlib -->\s*```lisp\n(.*?)```", README.read_text(), re.S)
     (tmp_path / "prop.vnnlib").write_text(vnnlib.group(1))
+    (tmp_path / "instances.csv").write_text("net.onnx,prop.vnnlib,60\n")  # the README's VNN-COMP folder
     argv = shlex.split(cmd)[1:]
     return main(argv)
 

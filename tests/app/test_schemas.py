@@ -62,6 +62,7 @@ def documents(tmp_path_factory):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert main(["certify", "--model", residual, "--spec", str(DATA / "fails.vnnlib"), "--json"]) == 1
     docs["certify-spec-refuted"] = json.loads(out.getvalue())
+    _vnncomp_documents(t, docs, residual)
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert main(["chain", "--json"]) == 1  # E3 is refuted at a parameter point
@@ -81,6 +82,28 @@ def documents(tmp_path_factory):
     docs["dataset-random"] = dataset_to_json(random_dataset(3, 5, 3, 2, seed=1))
     load_dataset(str(t / "dataset.json"))  # the hand-written dataset is one the program accepts
     return docs
+
+
+def _vnncomp_documents(t, docs, residual):
+    """``vnncomp --json`` on an unsat and a sat instance (ONNX), its unsat's certificate, and
+    ``certify --result --json``."""
+    from symbounds.core.modelfile import load_model
+    from symbounds.core.onnx_export import export_onnx
+
+    export_onnx(load_model(residual), str(t / "res.onnx"))
+    for name in ("holds", "fails"):
+        (t / f"{name}.vnnlib").write_text((DATA / f"{name}.vnnlib").read_text())
+    (t / "instances.csv").write_text("res.onnx,holds.vnnlib,120\nres.onnx,fails.vnnlib,120\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["vnncomp", str(t / "instances.csv"), "--results", str(t / "results"), "--json"]) == 0
+    docs["vnncomp"] = json.loads(out.getvalue())
+    docs["property-certificate"] = json.loads(Path(docs["vnncomp"]["rows"][0]["certificate"]).read_text())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["certify", "--model", str(t / "res.onnx"), "--spec", str(t / "fails.vnnlib"), "--timeout", "120",
+                     "--result", str(t / "one.txt"), "--json"]) == 1
+    docs["certify-result"] = json.loads(out.getvalue())
 
 
 #: document -> (schema, a path to a value that must be a string, or for the dataset an integer)
@@ -104,6 +127,9 @@ CASES = {
     "bound-tokens": ("bound", ("upper_exact", 0)),
     "certify-spec": ("certify-spec", ("verdict",)),
     "certify-spec-refuted": ("certify-spec", ("counterexample", "x", 0)),
+    "vnncomp": ("vnncomp", ("rows", 1, "witness", "x", 0)),
+    "certify-result": ("vnncomp", ("rows", 0, "answer")),
+    "property-certificate": ("property-certificate", ("leaves", 0, 0, 0)),
     "prove-shi_liao": ("prove", ("claims", 0, "statement")),
     "chain": ("chain", ("claims", 3, "refuted_at", "alpha")),
     "prove-alcalde": ("prove", ("parameters", "N")),
@@ -113,7 +139,7 @@ CASES = {
 #: every command with a --json flag -> the documents above that hold its --json output
 JSON_COMMANDS = {
     "pou": ["pou", "pou-manifold"], "interp": ["interp", "interp-softmax"],
-    "certify": ["certify", "certify-spec", "certify-spec-refuted"], "rate": ["rate"], "tighten": ["tighten"],
+    "certify": ["certify", "certify-spec", "certify-spec-refuted", "certify-result"], "vnncomp": ["vnncomp"], "rate": ["rate"], "tighten": ["tighten"],
     "bound": ["bound", "bound-tokens"], "prove": ["prove-shi_liao", "prove-alcalde"], "tikhonov": ["tikhonov"],
     "chain": ["chain"],
 }
@@ -219,7 +245,7 @@ def test_counts_are_integers_and_numbers_strings(documents):
 def test_every_schema_is_listed_in_the_readme():
     readme = (SCHEMAS / "README.md").read_text()
     files = sorted(p.name for p in SCHEMAS.glob("*.schema.json"))
-    assert len(files) == 16
+    assert len(files) == 18
     for f in files:
         assert f"]({f})" in readme, f
     assert "schemas/README.md" in (SCHEMAS.parent / "README.md").read_text()
