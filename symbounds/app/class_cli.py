@@ -22,6 +22,7 @@ from ..papers.shi_liao.class_certificate import (
     write_class_certificate,
 )
 from .args import Bar, UsageError, check_out_folders, instance, written
+from .usermodel import STOPPED, timeout_seconds
 
 __all__ = ["is_class_certificate", "run_class_certify", "run_class_check"]
 
@@ -52,7 +53,8 @@ def run_class_certify(args) -> int:
     check_out_folders(args.out)
     bar = Bar(args, "box")
     try:
-        cert, res = certify_class(inst, ClassOptions(prec=args.prec, max_boxes=args.max_boxes),
+        cert, res = certify_class(inst, ClassOptions(prec=args.prec, max_boxes=args.max_boxes,
+                                                     timeout=timeout_seconds(args.timeout)),
                                   lambda n: bar(n, n, "boxes evaluated"))
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -78,7 +80,11 @@ def run_class_certify(args) -> int:
         print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
         if res.verdict == "refuted":
             print(f"  counterexample: g0 above, at x*: |T - g0| >= {decimal_down(res.worst_lower, 8)} > eps")
-        print(f"verdict: {res.verdict}")
+        elif res.stopped is not None and res.undecided:
+            print(f"  stopped by {STOPPED[res.stopped]}: {len(res.undecided)} boxes still above eps")
+        elif res.stopped is not None:
+            print(f"  stopped by {STOPPED[res.stopped]} before the two bounds met (every box is within eps)")
+        print(f"verdict: {res.verdict}" + (" (timeout)" if res.stopped == "timeout" and res.undecided else ""))
     return {"proved": 0, "refuted": 1, "undecided": 3}[res.verdict]
 
 

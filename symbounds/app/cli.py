@@ -278,12 +278,13 @@ def _certify(args) -> int:
 
             args.max_boxes = DEFAULT_MAX_BOXES
         return run_model_certify(args)
-    if args.timeout is not None:
-        raise UsageError("--timeout is used with --model --spec (the whole-cube search has --max-boxes)")
     if args.holder_class:
         from .class_cli import run_class_certify
 
         return run_class_certify(args)
+    if args.timeout is not None:
+        raise UsageError("--timeout is used with --model --spec or --holder-class (the whole-cube search has "
+                         "--max-boxes)")
     inst = instance(args)
     precision(args.prec, lo=MIN_CERT_PREC, why=f"below {MIN_CERT_PREC} bits the enclosures of the softmax weights "
               "are too wide to decide any box")

@@ -80,7 +80,7 @@ def certify_class(inst: Instance, opts: ClassOptions, progress=None) -> tuple[di
         "model_prec": opts.model_prec,
         "model_sha256": digest(mj),
         "model": mj,
-        "verdict": res.verdict,
+        "verdict": str(res.verdict),
         "max_bound": str(res.max_bound),
         "worst": {"x": [str(v) for v in res.worst_x], "lower": str(res.worst_lower),
                   "E": res.worst_E.str(20, radius=True), "leakage": res.worst_leak.str(20, radius=True),
