@@ -21,7 +21,7 @@ from ..papers.shi_liao.class_certificate import (
     check_class_certificate,
     write_class_certificate,
 )
-from .args import Bar, UsageError, check_out_folders, instance, written
+from .args import Bar, UsageError, check_out_folders, instance, precision, written
 from .usermodel import STOPPED, timeout_seconds
 
 __all__ = ["is_class_certificate", "run_class_certify", "run_class_check"]
@@ -44,8 +44,7 @@ def run_class_certify(args) -> int:
         raise UsageError("--holder-class runs in Arb balls in one process: leave out --workers, --scheduler, "
                          "--arb-only and --bisect")
     inst = instance(args)
-    if not (128 <= args.prec <= 1 << 16):
-        raise UsageError(f"--prec {args.prec}: use between 128 and 65536 bits for the class bound")
+    precision(args.prec, lo=128, why="the class bound's box enclosures need them")
     if args.max_boxes is None:  # the scaled default of certify is for the single-target search
         args.max_boxes = ClassOptions.max_boxes
     if not (1 <= args.max_boxes <= 10**8):

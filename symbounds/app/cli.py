@@ -28,7 +28,9 @@ from .args import (
     check_out_folders,
     digits,
     instance,
+    int_list,
     number,
+    number_list,
     point,
     precision,
     random_interp_dataset,
@@ -375,13 +377,10 @@ def _check(args) -> int:
 def _sweep(args) -> int:
     from ..core.expr import ExprError, input_names
     from ..papers import shi_liao as sl
-    from ..papers.shi_liao.sweep import json_twin, parse_list, sweep, table_text, write_table
+    from ..papers.shi_liao.sweep import json_twin, sweep, table_text, write_table
 
-    try:
-        eps_list = parse_list(args.eps, "--eps")
-        d_list = parse_list(args.d, "--d", int)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    eps_list = [str(e) for e in number_list(args.eps, "--eps")]
+    d_list = int_list(args.d, "--d")
     if any(not (1 <= d <= 8) for d in d_list):
         raise UsageError("--d: dimensions must lie in 1..8")
     if not (1 <= args.workers <= 256):
