@@ -50,8 +50,8 @@ from ...core.search import search as box_search
 from ...core.transformer import Attention, FeedForward, forward
 from .constants import ROWS
 
-__all__ = ["ClassNetwork", "ClassOptions", "ClassResult", "box_upper", "class_network", "point_values",
-           "search", "worst_target"]
+__all__ = ["ClassNetwork", "ClassOptions", "ClassResult", "ClassEvaluator", "ClassProblem", "box_upper",
+           "class_network", "point_values", "search", "worst_target"]
 
 #: Tokens whose weight is provably below ``e^-NEAR_LOG`` of the top token's on a box are "far".
 NEAR_LOG = 40
