@@ -59,7 +59,6 @@ __all__ = [
     "document", "add_latex_arguments", "run_latex", "value_tex", "paper_latex",
 ]
 
-_claim_block = claim_block
 
 # ------------------------------------------------------------------------------------------
 # documents
