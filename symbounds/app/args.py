@@ -16,7 +16,7 @@ from fractions import Fraction
 
 __all__ = ["UsageError", "Parser", "number", "point", "add_instance_args", "instance", "check_out_folders", "Bar",
            "show_progress", "written", "FIGURE_FORMATS", "add_digits_argument", "digits", "DEFAULT_DIGITS",
-           "int_list", "precision", "MAX_PREC", "random_interp_dataset"]
+           "int_list", "number_list", "precision", "MAX_PREC", "random_interp_dataset"]
 
 
 class UsageError(Exception):
@@ -57,8 +57,23 @@ def int_list(text: str, flag: str, names: str | None = None, count: int | None =
 
 _COUNTS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
-#: the largest working precision any command takes, in bits
-MAX_PREC = 1 << 16
+
+def number_list(text: str, flag: str, most: int | None = None, positive: bool = False) -> list[Fraction]:
+    """Comma-separated exact numbers (``--eps 1/2,0.25``): at least one, at most ``most``, each read
+    by :func:`symbounds.core.exact.parse_number` (never evaluated); ``positive``: each above 0.
+    UsageError names the flag."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if any(not p for p in parts) or (most is not None and len(parts) > most):
+        count = f"1 to {most}" if most is not None else "one or more"
+        raise UsageError(f"{flag} {str(text)[:40]!r}: expected {count} comma-separated numbers")
+    out = [number(p, flag) for p in parts]
+    for p, q in zip(parts, out):
+        if positive and q <= 0:
+            raise UsageError(f"{flag} {p[:40]}: must be positive")
+    return out
+
+MAX_PREC = 1 << 16  # the largest working precision, in bits: symbounds.core.contexts.MAX_PREC (not imported
+#                     here, so that the command line starts without flint; tests/app/test_args_lists.py)
 
 
 def precision(bits: int, flag: str = "--prec", lo: int | None = None, why: str = "") -> int:

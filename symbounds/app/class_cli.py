@@ -21,7 +21,8 @@ from ..papers.shi_liao.class_certificate import (
     check_class_certificate,
     write_class_certificate,
 )
-from .args import Bar, UsageError, check_out_folders, instance, written
+from .args import Bar, UsageError, check_out_folders, instance, precision, written
+from .usermodel import STOPPED, timeout_seconds
 
 __all__ = ["is_class_certificate", "run_class_certify", "run_class_check"]
 
@@ -43,8 +44,7 @@ def run_class_certify(args) -> int:
         raise UsageError("--holder-class runs in Arb balls in one process: leave out --workers, --scheduler, "
                          "--arb-only and --bisect")
     inst = instance(args)
-    if not (128 <= args.prec <= 1 << 16):
-        raise UsageError(f"--prec {args.prec}: use between 128 and 65536 bits for the class bound")
+    precision(args.prec, lo=128, why="the class bound's box enclosures need them")
     if args.max_boxes is None:  # the scaled default of certify is for the single-target search
         args.max_boxes = ClassOptions.max_boxes
     if not (1 <= args.max_boxes <= 10**8):
@@ -52,7 +52,8 @@ def run_class_certify(args) -> int:
     check_out_folders(args.out)
     bar = Bar(args, "box")
     try:
-        cert, res = certify_class(inst, ClassOptions(prec=args.prec, max_boxes=args.max_boxes),
+        cert, res = certify_class(inst, ClassOptions(prec=args.prec, max_boxes=args.max_boxes,
+                                                     timeout=timeout_seconds(args.timeout)),
                                   lambda n: bar(n, n, "boxes evaluated"))
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -78,7 +79,11 @@ def run_class_certify(args) -> int:
         print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
         if res.verdict == "refuted":
             print(f"  counterexample: g0 above, at x*: |T - g0| >= {decimal_down(res.worst_lower, 8)} > eps")
-        print(f"verdict: {res.verdict}")
+        elif res.stopped is not None and res.undecided:
+            print(f"  stopped by {STOPPED[res.stopped]}: {len(res.undecided)} boxes still above eps")
+        elif res.stopped is not None:
+            print(f"  stopped by {STOPPED[res.stopped]} before the two bounds met (every box is within eps)")
+        print(f"verdict: {res.verdict}" + (" (timeout)" if res.stopped == "timeout" and res.undecided else ""))
     return {"proved": 0, "refuted": 1, "undecided": 3}[res.verdict]
 
 

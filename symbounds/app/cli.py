@@ -28,7 +28,9 @@ from .args import (
     check_out_folders,
     digits,
     instance,
+    int_list,
     number,
+    number_list,
     point,
     precision,
     random_interp_dataset,
@@ -293,12 +295,13 @@ def _certify(args) -> int:
 
             args.max_boxes = DEFAULT_MAX_BOXES
         return run_model_certify(args)
-    if args.timeout is not None:
-        raise UsageError("--timeout is used with --model --spec (the whole-cube search has --max-boxes)")
     if args.holder_class:
         from .class_cli import run_class_certify
 
         return run_class_certify(args)
+    if args.timeout is not None:
+        raise UsageError("--timeout is used with --model --spec or --holder-class (the whole-cube search has "
+                         "--max-boxes)")
     inst = instance(args)
     precision(args.prec, lo=MIN_CERT_PREC, why=f"below {MIN_CERT_PREC} bits the enclosures of the softmax weights "
               "are too wide to decide any box")
@@ -393,13 +396,10 @@ def _check(args) -> int:
 def _sweep(args) -> int:
     from ..core.expr import ExprError, input_names
     from ..papers import shi_liao as sl
-    from ..papers.shi_liao.sweep import json_twin, parse_list, sweep, table_text, write_table
+    from ..papers.shi_liao.sweep import json_twin, sweep, table_text, write_table
 
-    try:
-        eps_list = parse_list(args.eps, "--eps")
-        d_list = parse_list(args.d, "--d", int)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    eps_list = [str(e) for e in number_list(args.eps, "--eps")]
+    d_list = int_list(args.d, "--d")
     if any(not (1 <= d <= 8) for d in d_list):
         raise UsageError("--d: dimensions must lie in 1..8")
     if not (1 <= args.workers <= 256):

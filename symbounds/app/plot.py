@@ -50,7 +50,7 @@ from ..core.files import check_writable, read_user_text
 from ..core.modelfile import parse_number
 from ..papers.shi_liao.leakage import (  # noqa: F401  (leakage_rows, log10_ball: re-exported)
     FP_NORMAL_LOG10, LEAKAGE, default_scales, leakage_rows, log10_ball)
-from .args import FIGURE_FORMATS, Bar, UsageError, add_instance_args, instance, written
+from .args import FIGURE_FORMATS, Bar, UsageError, add_instance_args, instance, number_list, written
 
 __all__ = ["load_table", "plot_table", "leakage_rows", "plot_leakage", "plot_figure", "save_figure", "log10_ball", "plot_loglog",
            "add_plot_arguments", "run_plot", "KINDS", "plot_stages"]
@@ -461,9 +461,10 @@ def run_plot(args) -> int:
         except UsageError as e:
             raise ValueError(str(e)) from None
         if args.M_values:
-            Ms = [_number(p.strip(), "--M-values") for p in args.M_values.split(",") if p.strip()]
-            if not Ms or len(Ms) > 20:
-                raise ValueError("--M-values: give 1 to 20 comma-separated scales")
+            try:
+                Ms = number_list(args.M_values, "--M-values", 20, positive=True)
+            except UsageError as e:
+                raise ValueError(str(e)) from None
         else:
             Ms = default_scales(inst)
         bar = Bar(args, "run", "plot")

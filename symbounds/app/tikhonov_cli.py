@@ -24,8 +24,8 @@ import sys
 import time
 from fractions import Fraction
 
-from ..core.exact import NumberError, decimal, parse_number
-from .args import FIGURE_FORMATS, Bar, UsageError, check_out_folders, int_list, written
+from ..core.exact import decimal
+from .args import FIGURE_FORMATS, Bar, UsageError, check_out_folders, int_list, number_list, written
 
 __all__ = ["add_tikhonov_arguments", "run_tikhonov", "tikhonov_result", "tikhonov_json", "tikhonov_text"]
 
@@ -57,19 +57,7 @@ def add_tikhonov_arguments(p) -> None:
 
 
 def _eps_list(text: str) -> list[Fraction]:
-    parts = [s.strip() for s in text.split(",")]
-    if not parts or len(parts) > MAX_EPS or any(not s for s in parts):
-        raise UsageError(f"--eps {text[:40]!r}: expected 1 to {MAX_EPS} comma-separated numbers")
-    out = []
-    for s in parts:
-        try:
-            e = parse_number(s, "--eps")
-        except NumberError as err:
-            raise UsageError(str(err)) from None
-        if e <= 0:
-            raise UsageError(f"--eps {s}: must be positive")
-        out.append(e)
-    return out
+    return number_list(text, "--eps", MAX_EPS, positive=True)
 
 
 def _validate(args) -> tuple:

@@ -84,7 +84,8 @@ def add_model_certify_arguments(c) -> None:
                         "(otherwise it is kept and this one is written beside it, CERT.refuted.json or "
                         "CERT.undecided.json)")
     c.add_argument("--timeout", default=None, metavar="SECONDS",
-                   help="with --spec: stop after this many seconds (undecided, with the part proved so far)")
+                   help="with --spec or --holder-class: stop after this many seconds (undecided, with the part "
+                        "proved so far)")
     c.add_argument("--result", default=None, metavar="OUT.txt",
                    help="with --spec and --timeout: write the VNN-COMP result file (unsat, sat and its witness, "
                         "timeout, unknown or error); an unsat's certificate goes to --out (default OUT.cert.json)")
@@ -161,7 +162,9 @@ def timeout_seconds(text) -> float | None:
     return float(t)
 
 
-_STOPPED = {"timeout": "the timeout", "max-boxes": "the box limit", "min-width": "the smallest box width"}
+#: why a search ended undecided (``SearchResult.stopped``), in words
+STOPPED = {"timeout": "the timeout", "max-boxes": "the box limit", "min-width": "the smallest box width",
+           "leakage": "E above eps at a point where the worst target's error is not"}
 
 
 def _bound(args) -> int:
@@ -219,7 +222,7 @@ def _bound(args) -> int:
         sa, sb = ("-" if sa is None else decimal_up(sa)), ("-" if sb is None else decimal_down(sb))
         print(f"  {' ' * len(label)} reaches [{sa}, {sb}]  (sampled: values at points)")
     if res.stopped is not None:
-        print(f"  stopped by {_STOPPED[res.stopped]} before the tolerance was reached")
+        print(f"  stopped by {STOPPED[res.stopped]} before the tolerance was reached")
     print(f"  time: {res.seconds:.2f} s")
     return 0
 
@@ -332,7 +335,7 @@ def _certify_spec(args, prec: int) -> int:
             print(f"  counterexample: X = ({', '.join(ce['x'])}) reaches alternative {ce['disjunct']}: "
                   f"Y = ({', '.join(ce['y'])}) (checked in {how})")
         if res.stopped is not None:
-            print(f"  stopped by {_STOPPED[res.stopped]}: safe on {pct}% of the input box's volume so far")
+            print(f"  stopped by {STOPPED[res.stopped]}: safe on {pct}% of the input box's volume so far")
         print(f"  time: {res.seconds:.2f} s")
         print(f"verdict: {res.verdict}" + (" (timeout)" if res.stopped == "timeout" else ""))
     return res.verdict.exit_code

@@ -47,7 +47,7 @@ import numpy as np
 from .boxes import Box, CertifyOptions, CertifyResult, certify_model
 from .certificate import CertificateError, make_certificate
 from .claims import Verdict
-from .contexts import BallContext
+from .contexts import MAX_PREC, MIN_PREC, BallContext
 from .exact import NumberError, parse_number
 from .modelfile import ModelFileError, model_from_json, model_to_json
 from .search import (BoxEvaluator, Limits, Problem, descend, flat_output, float_ends, output_count, partition,
@@ -274,8 +274,8 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     ``fast=False`` encloses every box in Arb (no float pass)."""
     t0 = time.perf_counter()
     model = _as_model(model)
-    if not (24 <= int(prec) <= 1 << 16):
-        raise BoundError(f"precision {prec}: use between 24 and 65536 bits")
+    if not (MIN_PREC <= int(prec) <= MAX_PREC):
+        raise BoundError(f"precision {prec}: use between {MIN_PREC} and {MAX_PREC} bits")
     box = check_box(model, lo, hi)
     k = output_count(model, len(box.lo))
     if tol is not None:

@@ -59,10 +59,13 @@ __all__ = [
     "UndefinedValue",
     "make_context",
     "MIN_PREC",
+    "MAX_PREC",
 ]
 
 #: Below this many bits a "certificate" is not worth the name; the CLI refuses it.
 MIN_PREC = 24
+#: The largest working precision any command or certificate takes, in bits.
+MAX_PREC = 1 << 16
 
 
 class ExactUnsupported(ArithmeticError):

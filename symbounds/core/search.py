@@ -2,7 +2,9 @@
 
 A *problem* says what an enclosure of the outputs over a box decides and what a point refutes;
 :func:`search` does the rest, for every property decided box by box (VNN-LIB properties in
-:mod:`symbounds.core.vnnlib`, adaptive output bounds in :mod:`symbounds.core.bound`):
+:mod:`symbounds.core.vnnlib`, adaptive output bounds in :mod:`symbounds.core.bound`, and a
+construction's own bound over boxes with its own evaluator, such as the bound of [SL26] for
+every target of a Hölder class):
 
 * **Enclosures.**  :class:`BoxEvaluator` encloses the outputs ``T(x)``, ``x in B``, over each box
   ``B = x0 +- h``: in outward-rounded float64 first-order Taylor models over a batch of boxes at
@@ -31,6 +33,16 @@ A *problem* says what an enclosure of the outputs over a box decides and what a 
   says why (``stopped``), with what was decided so far.
 
 Verdicts are :class:`symbounds.core.claims.Verdict`.
+
+Recorded bounds.  A problem whose boxes are written to a certificate and re-derived one by one
+(``check``) must decide and record each box on its **own** enclosure: an evaluator may then
+return the box's enclosure without meeting it with the parent's (the class bound's evaluator
+does).  The whole-domain ``certify`` loop (``symbounds.core.boxes.certify_model``) is still its
+own; it moves here as a problem whose ``decide`` reads the box's own bound ``|T - f| <= eps``
+and whose evaluator records that bound, never the meet: a box is split only when its own bound
+exceeds ``eps``, so a parent's enclosure never decides a child, and the child's recorded bound
+is the one ``check`` recomputes (docs/performance.md, "The adaptive bound and the property
+search").
 
 The weights' numeric cache is shared between boxes (no purge): a weight is a constant Taylor
 model, the same number in every box, and the box of a result is the box of the operand with a
@@ -140,6 +152,9 @@ class BoxEvaluator:
         self.fast = float_evaluator(model, self.prec) if fast else None
         self._exact_ok = True  # False once the network is seen to need a transcendental function
         self.counts: dict = {}
+        #: boxes halved per step of the search, and (starts, steps) of a descent
+        self.batch = FLOAT_BATCH if self.fast is not None else ARB_BATCH
+        self.descent = (3, 12) if self.fast is not None else (1, 4)
 
     # --- rigorous -------------------------------------------------------------------------------
     def enclose(self, boxes: list, parents: list | None = None, deadline: float | None = None) -> list:
@@ -379,6 +394,9 @@ class SearchResult:
 class Problem:
     """What a search decides.  Subclasses override what they need."""
 
+    #: run the falsification pass (random points, corners, descents) before the search
+    falsify = True
+
     def decide(self, box: Box, enc: Enclosure | None) -> Verdict:
         """PROVED when nothing is left to do on the box, else UNDECIDED (refine it)."""
         return Verdict.UNDECIDED
@@ -401,8 +419,13 @@ class Problem:
         return None
 
     def objectives(self) -> list:
-        """Scores to descend on during the search (default: :meth:`score`)."""
+        """Scores to descend on during the search (default: :meth:`score`; none: no descents)."""
         return [self.score]
+
+    def stop(self) -> str | None:
+        """A reason to end the search undecided now (read before each step), else None: for a
+        problem that learns from what it has seen that no box left can be decided."""
+        return None
 
 
 def _probe(problem: Problem, ev: BoxEvaluator, points: list, ys: np.ndarray | None = None,
@@ -462,7 +485,7 @@ def _remember(pool: list, pts, ys, problem: Problem, keep: int = 8) -> None:
 
 def _descents(problem: Problem, ev: BoxEvaluator, box: Box, pool: list, deadline):
     """A descent on each objective from its best points so far (fewer and shorter in balls)."""
-    starts, steps = (3, 12) if ev.fast is not None else (1, 4)
+    starts, steps = ev.descent
     for k, obj in enumerate(problem.objectives()):
         if k >= len(pool):
             break
@@ -477,11 +500,16 @@ def _descents(problem: Problem, ev: BoxEvaluator, box: Box, pool: list, deadline
 
 
 def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None = None,
-           progress=None) -> SearchResult:
+           progress=None, initial: list | None = None) -> SearchResult:
     """Decide ``problem`` over ``box`` (see the module docstring).
 
+    ``ev`` is a :class:`BoxEvaluator` or any object with its members ``enclose``, ``sample``,
+    ``at``, ``prec``, ``counts``, ``batch`` and ``descent``.  ``initial``: boxes partitioning
+    ``box`` to start from (default ``[box]``); their centres are probed like those of new boxes.
     ``progress(fraction, evaluated)``: the exact part of the box's volume decided so far, and the
-    number of boxes evaluated."""
+    number of boxes evaluated.  A refuted result's ``open`` holds every box not decided (with the
+    ones being refined replaced by their halves), so ``decided + open`` covers ``box`` whatever
+    the verdict."""
     limits = limits or Limits()
     t0 = time.monotonic()
     deadline = None if limits.timeout is None else t0 + limits.timeout
@@ -501,19 +529,43 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         return SearchResult(verdict, cex, decided, list(opened), evaluated, time.monotonic() - t0, stopped, frac,
                             dict(ev.counts))
 
+    def still_open(extra=()):
+        return [(b, e) for _, _, b, e in heap] + small + list(extra)
+
     evaluated = 0
-    cex = _falsify(problem, ev, box, rng, limits.samples, pool, deadline)
-    if cex is not None:
-        return finish(Verdict.REFUTED, cex, [(box, None)])
-    root = ev.enclose([box], deadline=None)[0]
-    evaluated = 1
-    heapq.heappush(heap, (problem.priority(box, root), tick, box, root))
-    batch = FLOAT_BATCH if ev.fast is not None else ARB_BATCH
+    if problem.falsify:
+        cex = _falsify(problem, ev, box, rng, limits.samples, pool, deadline)
+        if cex is not None:
+            return finish(Verdict.REFUTED, cex, [(box, None)])
+    starts = [box] if initial is None else list(initial)
+    encs = ev.enclose(starts, deadline=None)
+    evaluated = len(starts)
+    if initial is not None:
+        cs = [b.centre for b in starts]
+        ys = ev.sample(cs)
+        hit = _probe(problem, ev, cs, ys)
+        if hit is not None:
+            return finish(Verdict.REFUTED, hit, list(zip(starts, encs)))
+        _remember(pool, cs, ys, problem)
+    for b, e in zip(starts, encs):
+        if e is not None and problem.decide(b, e) is Verdict.PROVED:
+            decided.append((b, e))
+            done_volume += measure(b, axes)
+            continue
+        tick += 1
+        heapq.heappush(heap, (problem.priority(b, e), tick, b, e))
+    if progress is not None:
+        progress(done_volume / total if total else Fraction(0), evaluated)
+    batch = ev.batch
     last_descent = time.monotonic()
     descending = 0.0
     while heap:
         if deadline is not None and time.monotonic() >= deadline:
             stopped = "timeout"
+            break
+        reason = problem.stop()
+        if reason is not None:
+            stopped = reason
             break
         if evaluated >= limits.max_boxes:
             stopped = "max-boxes"
@@ -545,17 +597,17 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         ys = ev.sample(cs)
         hit = _probe(problem, ev, cs, ys)
         if hit is not None:
-            return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
+            return finish(Verdict.REFUTED, hit, still_open(pick))
         encs = ev.enclose(children, parents, deadline)
         evaluated += len(children)
         _remember(pool, cs, ys, problem)
         now = time.monotonic()
-        if now - last_descent > 1.0 and descending <= DESCENT_SHARE * (now - t0):
+        if now - last_descent > 1.0 and descending <= DESCENT_SHARE * (now - t0) and problem.objectives():
             hit = _descents(problem, ev, box, pool, deadline)
             last_descent = time.monotonic()
             descending += last_descent - now
             if hit is not None:
-                return finish(Verdict.REFUTED, hit, [(b, e) for b, e in pick])
+                return finish(Verdict.REFUTED, hit, still_open(zip(children, encs)))
         for c, e in zip(children, encs):
             if e is not None and problem.decide(c, e) is Verdict.PROVED:
                 decided.append((c, e))
@@ -565,7 +617,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             heapq.heappush(heap, (problem.priority(c, e), tick, c, e))
         if progress is not None:
             progress(done_volume / total if total else Fraction(0), evaluated)
-    opened = [(b, e) for _, _, b, e in heap] + small
+    opened = still_open()
     if stopped is None and small:
         stopped = "min-width"
     if opened:

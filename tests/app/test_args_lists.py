@@ -32,7 +32,9 @@ def test_random_dataset_limits():
 def test_precision_range_is_one():
     from symbounds.core.contexts import MIN_PREC
 
-    assert MAX_PREC == 65536 and precision(MIN_PREC) == MIN_PREC and precision(MAX_PREC) == MAX_PREC
+    from symbounds.core.contexts import MAX_PREC as CORE_MAX
+
+    assert MAX_PREC == CORE_MAX == 65536 and precision(MIN_PREC) == MIN_PREC and precision(MAX_PREC) == MAX_PREC
     for bits in (MIN_PREC - 1, MAX_PREC + 1, 0):
         with pytest.raises(UsageError, match=f"use between {MIN_PREC} and 65536 bits"):
             precision(bits)

@@ -17,7 +17,8 @@ and the target ``g_0(y) = min(C_H |y - x_0|^alpha, 2B) - B`` of the class has
 ``T_{g_0}(x_0) - g_0(x_0) >= E(x_0) - 2B sum_k beta~_k(x_0) l_k`` (docs/shi_liao.md, "Every target
 of the class").  This module reads ``s`` and ``l`` from a model file of the construction
 (:func:`class_network`), encloses ``E`` over a box (:func:`box_upper`), evaluates it at a point
-(:func:`point_values`) and searches the cube for ``sup E`` (:func:`search`).
+(:func:`point_values`) and searches the cube for ``sup E`` (:func:`search`, the best-first search
+of :mod:`symbounds.core.search` over the problem :class:`ClassProblem`).
 
 Box bound.  On a box ``X`` let ``l*`` be the token with the largest score at the centre.  A token
 whose score is provably below ``s_l* - NEAR_LOG`` on the whole box is *far*: the far tokens' total
@@ -33,21 +34,24 @@ called near; the split only decides how tight the bound is.
 
 from __future__ import annotations
 
-import heapq
-import time
+import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import flint
+import numpy as np
 
 from ...core.boxes import Box, round_up_record
+from ...core.claims import Verdict
 from ...core.contexts import BallContext
 from ...core.exact import arb_to_fraction, as_fraction
+from ...core.search import Enclosure, Limits, Problem
+from ...core.search import search as box_search
 from ...core.transformer import Attention, FeedForward, forward
 from .constants import ROWS
 
-__all__ = ["ClassNetwork", "ClassOptions", "ClassResult", "box_upper", "class_network", "point_values",
-           "search", "worst_target"]
+__all__ = ["ClassNetwork", "ClassOptions", "ClassResult", "ClassEvaluator", "ClassProblem", "box_upper",
+           "class_network", "point_values", "search", "worst_target"]
 
 #: Tokens whose weight is provably below ``e^-NEAR_LOG`` of the top token's on a box are "far".
 NEAR_LOG = 40
@@ -259,11 +263,12 @@ class ClassOptions:
     rtol: Fraction | None = None
     prec: int = 256
     model_prec: int = 192
+    timeout: float | None = None  # seconds of wall clock: then undecided, with the boxes so far
 
 
 @dataclass
 class ClassResult:
-    verdict: str  # proved / refuted / undecided
+    verdict: Verdict  # proved / refuted / undecided
     boxes: list  # [(Box, Fraction upper bound of E)] covering the cube
     max_bound: Fraction  # sup E <= max_bound
     worst_x: tuple  # the box centre with the largest lower bound
@@ -273,75 +278,136 @@ class ClassResult:
     seconds: float
     evaluated: int
     undecided: list = field(default_factory=list)
+    #: why the search ended before every box was decided: None, "timeout", "max-boxes",
+    #: "min-width", or "leakage" (E itself exceeds eps at a point where the worst target does not)
+    stopped: str | None = None
 
 
-def _lower(net, x):
-    E, leak = point_values(net, x)
-    with BallContext(net.prec).scope():
-        return E, leak, arb_to_fraction((E - leak).lower())
+class ClassEvaluator:
+    """The evaluator of :func:`symbounds.core.search.search` for ``E``: a box's enclosure is
+    ``[0, box_upper]`` (``E >= 0``), the box's **own** bound, never met with its parent's, since
+    ``check`` re-derives every recorded bound from its box alone; a point's values are
+    ``(E - leak, E)`` as balls (:func:`point_values`, cached: the search reads them twice)."""
+
+    batch = 1  # one box halved per step, the one of largest bound
+    descent = (0, 0)
+
+    def __init__(self, net: ClassNetwork):
+        self.net = net
+        self.prec = net.prec
+        self.counts: dict = {}
+        self._points: dict = {}
+
+    def enclose(self, boxes: list, parents: list | None = None, deadline=None) -> list:
+        self.counts["class"] = self.counts.get("class", 0) + len(boxes)
+        return [Enclosure((Fraction(0),), (box_upper(self.net, b),), "class") for b in boxes]
+
+    def point(self, x) -> tuple:
+        """``(E, leak, lower)`` at the exact point ``x``: ``lower`` is the exact lower end of
+        ``E - leak``, the worst target's certified error there."""
+        x = tuple(x)
+        if x not in self._points:
+            E, leak = point_values(self.net, x)
+            with BallContext(self.net.prec).scope():
+                self._points[x] = (E, leak, arb_to_fraction((E - leak).lower()))
+        return self._points[x]
+
+    def sample(self, points: list) -> np.ndarray:
+        """``(P, 2)``: the lower ends of ``E - leak`` and of ``E`` at the points, as floats."""
+        rows = []
+        for x in points:
+            E, _, lower = self.point(x)
+            rows.append((float(lower), float(arb_to_fraction(E.lower()))))
+        return np.array(rows, dtype=float).reshape(-1, 2)
+
+    def at(self, x, prec: int | None = None) -> Enclosure:
+        E, leak, lower = self.point(x)
+        with BallContext(self.net.prec).scope():
+            upper = arb_to_fraction((E - leak).upper())
+        return Enclosure((lower, arb_to_fraction(E.lower())), (upper, arb_to_fraction(E.upper())), "ball",
+                         None, [E, leak])
+
+
+class ClassProblem(Problem):
+    """``sup_x E(x) <= eps`` as a problem of :func:`symbounds.core.search.search`.
+
+    A box is decided (nothing left to refine) when its bound ``U`` is at most ``eps`` and within
+    ``rtol`` of the best lower bound found, ``U <= best (1 + rtol)``; boxes of the largest ``U``
+    are halved first.  Every box centre is evaluated rigorously; a centre where ``E - leak``
+    exceeds ``eps`` refutes the claim (the worst target ``g_0`` there is a counterexample of the
+    class), and one where ``E`` itself exceeds ``eps`` while ``E - leak`` does not ends the
+    search undecided (``stop``: the leakage part of ``E`` is too large for either side)."""
+
+    falsify = False  # the centres of the starting grid and of every new box are the samples
+
+    def __init__(self, ev: ClassEvaluator, eps: Fraction, rtol: Fraction):
+        self.ev, self.eps, self.rtol = ev, Fraction(eps), Fraction(rtol)
+        self.best = (Fraction(-1), None, None, None)  # (lower, x, E, leak), the largest lower seen
+        self.E_above = False
+
+    def decide(self, box, enc) -> Verdict:
+        U = enc.hi[0]
+        ok = U <= self.eps and U <= self.best[0] * (1 + self.rtol)
+        return Verdict.PROVED if ok else Verdict.UNDECIDED
+
+    def priority(self, box, enc) -> float:
+        return -float(enc.hi[0])
+
+    def observe(self, points, ys) -> None:
+        for x in points:
+            E, leak, lower = self.ev.point(x)
+            if lower > self.best[0]:
+                self.best = (lower, tuple(x), E, leak)
+            if not self.E_above and arb_to_fraction(E.lower()) > self.eps:
+                self.E_above = True
+
+    def score(self, ys) -> np.ndarray:
+        return float(self.eps) - ys[:, 0] if len(ys) else np.zeros(0)
+
+    def refutes(self, x, enc) -> dict | None:
+        return {"x": [str(v) for v in x], "lower": str(enc.lo[0])} if enc.lo[0] > self.eps else None
+
+    def objectives(self) -> list:
+        return []
+
+    def stop(self) -> str | None:
+        return "leakage" if self.E_above else None
 
 
 def search(net: ClassNetwork, eps: Fraction, opts: ClassOptions, progress=None) -> ClassResult:
-    """Branch and bound for ``sup_{x in [0,1]^d} E(x)``: boxes with the largest upper bound are
-    halved (widest side) until the largest upper bound is at most ``eps`` and within ``rtol`` of
-    the best lower bound found at a box centre (``E - leak``, the worst target's certified error),
-    or a lower bound exceeds ``eps`` (refuted: the worst target at that centre is a counterexample
-    of the class), or ``E`` itself exceeds ``eps`` at a centre while the lower bound does not
-    (undecided: the leakage part of ``E`` is too large for either side), or ``max_boxes`` boxes
-    were evaluated.  Verdict "proved" when every box's bound
-    is at most ``eps``.  ``progress(evaluated)`` is called after each box."""
-    import itertools
-
-    t0 = time.perf_counter()
+    """Branch and bound for ``sup_{x in [0,1]^d} E(x)`` (:class:`ClassProblem` run by
+    :func:`symbounds.core.search.search`, from a grid of ``initial`` boxes per axis): boxes with
+    the largest upper bound are halved (widest side) until the largest upper bound is at most
+    ``eps`` and within ``rtol`` of the best lower bound found at a box centre (``E - leak``, the
+    worst target's certified error), or a lower bound exceeds ``eps`` (refuted: the worst target
+    at that centre is a counterexample of the class), or ``E`` itself exceeds ``eps`` at a centre
+    while the lower bound does not (undecided: the leakage part of ``E`` is too large for either
+    side), or ``max_boxes`` boxes were evaluated, or ``timeout`` seconds passed (undecided, with
+    the boxes so far).  Verdict proved when every box's bound is at most ``eps``.
+    ``progress(evaluated)`` is called after each step."""
     d = net.d
     n0 = opts.initial or {1: 64, 2: 16}.get(d, 4)
     rtol = opts.rtol if opts.rtol is not None else (Fraction(1, 1000) if d == 1 else Fraction(1, 20))
+    eps = Fraction(eps)
     edges = [Fraction(i, n0) for i in range(n0 + 1)]
-    heap, leaves, tick = [], [], itertools.count()
-    best = (Fraction(-1), None, None, None)
-    evaluated = 0
-    E_above = [False]  # E itself exceeds eps at a centre: no box there can be proved
-
-    def push(box):
-        nonlocal best, evaluated
-        U = box_upper(net, box)
-        E, leak, lo = _lower(net, box.centre)
-        if lo > best[0]:
-            best = (lo, box.centre, E, leak)
-        if not E_above[0] and arb_to_fraction(E.lower()) > eps:
-            E_above[0] = True
-        evaluated += 1
-        heapq.heappush(heap, (-float(U), next(tick), U, box))
-        if progress is not None:
-            progress(evaluated)
-
-    for idx in itertools.product(range(n0), repeat=d):
-        push(Box(tuple(edges[i] for i in idx), tuple(edges[i + 1] for i in idx)))
-    while heap:
-        U, box = heap[0][2], heap[0][3]
-        if best[0] > eps or E_above[0]:
-            break
-        if U <= eps and U <= best[0] * (1 + rtol):
-            break
-        if evaluated + 2 > opts.max_boxes:
-            break
-        heapq.heappop(heap)
-        if box.width() / 2 < opts.min_width:
-            leaves.append((box, U))
-            continue
-        for half in box.split():
-            push(half)
-    boxes = leaves + [(b, u) for _, _, u, b in heap]
+    grid = [Box(tuple(edges[i] for i in idx), tuple(edges[i + 1] for i in idx))
+            for idx in itertools.product(range(n0), repeat=d)]
+    ev = ClassEvaluator(net)
+    problem = ClassProblem(ev, eps, rtol)
+    cube = Box((Fraction(0),) * d, (Fraction(1),) * d)
+    limits = Limits(max_boxes=opts.max_boxes, timeout=opts.timeout, min_width=opts.min_width)
+    res = box_search(problem, ev, cube, limits, None if progress is None else (lambda _, n: progress(n)), grid)
+    boxes = [(b, e.hi[0]) for b, e in res.decided + res.open]
     max_bound = max(u for _, u in boxes)
     undecided = [b for b, u in boxes if u > eps]
-    if best[0] > eps:
-        verdict = "refuted"
+    if res.verdict is Verdict.REFUTED:
+        verdict = Verdict.REFUTED
     elif undecided:
-        verdict = "undecided"
+        verdict = Verdict.UNDECIDED
     else:
-        verdict = "proved"
+        verdict = Verdict.PROVED
     boxes = [(b, min(round_up_record(u), eps) if u <= eps else u) for b, u in boxes]
     boxes.sort(key=lambda t: (t[0].lo, t[0].hi))
-    lo, x, E, leak = best
-    return ClassResult(verdict, boxes, max(u for _, u in boxes) if verdict == "proved" else max_bound, x, E, leak,
-                       lo, time.perf_counter() - t0, evaluated, undecided)
+    lo, x, E, leak = problem.best
+    return ClassResult(verdict, boxes, max(u for _, u in boxes) if verdict is Verdict.PROVED else max_bound, x, E,
+                       leak, lo, res.seconds, res.evaluated, undecided, res.stopped)

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from ...core.boxes import Box, boxes_cover_cube, digest
 from ...core.certificate import MIN_CERT_PREC, MODEL_PREC_RANGE, CertificateError
-from ...core.contexts import BallContext
+from ...core.contexts import MAX_PREC, BallContext
 from ...core.exact import arb_to_fraction, decimal_down, decimal_up, parse_number
 from ...core.files import atomic_write
 from ...core.modelfile import ModelFileError, model_from_json, model_to_json
@@ -80,7 +80,7 @@ def certify_class(inst: Instance, opts: ClassOptions, progress=None) -> tuple[di
         "model_prec": opts.model_prec,
         "model_sha256": digest(mj),
         "model": mj,
-        "verdict": res.verdict,
+        "verdict": str(res.verdict),
         "max_bound": str(res.max_bound),
         "worst": {"x": [str(v) for v in res.worst_x], "lower": str(res.worst_lower),
                   "E": res.worst_E.str(20, radius=True), "leakage": res.worst_leak.str(20, radius=True),
@@ -147,8 +147,8 @@ def check_class_certificate(cert: dict, progress=None) -> dict:
         if cert["claim"] != class_claim(d):
             raise CertificateError(f"'claim' must read {class_claim(d)!r}")
         prec, model_prec = cert["prec"], cert["model_prec"]
-        if not (MIN_CERT_PREC <= prec <= 1 << 16):
-            raise CertificateError(f"'prec' must be an integer number of bits in {MIN_CERT_PREC}..65536")
+        if not (MIN_CERT_PREC <= prec <= MAX_PREC):
+            raise CertificateError(f"'prec' must be an integer number of bits in {MIN_CERT_PREC}..{MAX_PREC}")
         if not (MODEL_PREC_RANGE[0] <= model_prec <= MODEL_PREC_RANGE[1]):
             raise CertificateError(f"'model_prec' must be an integer number of bits in "
                                    f"{MODEL_PREC_RANGE[0]}..{MODEL_PREC_RANGE[1]}")

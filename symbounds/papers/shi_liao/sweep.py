@@ -13,7 +13,6 @@ import csv
 import io as _io
 import json
 import time
-from fractions import Fraction
 
 from ...core.exact import arb_to_fraction, decimal_up
 from .constants import MAX_TRACED_TOKENS, Instance, constants
@@ -137,17 +136,3 @@ def table_text(rows: list[dict]) -> str:
     for r in rows:
         lines.append("  ".join(str(r[c]).ljust(width[c]) for c in cols))
     return "\n".join(lines)
-
-
-def parse_list(text: str, what: str, kind=Fraction) -> list:
-    """Comma-separated numbers (exact) or integers."""
-    from ...core.modelfile import parse_number
-
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts:
-        raise ValueError(f"{what}: expected a comma-separated list")
-    if kind is int:
-        if not all(p.isascii() and p.isdigit() for p in parts):
-            raise ValueError(f"{what}: expected integers, got {text[:40]!r}")
-        return [int(p) for p in parts]
-    return [str(parse_number(p, what)) for p in parts]

@@ -402,3 +402,73 @@ def test_library_check_dispatches_class_certificates(certified):
     bad["model_sha256"] = "0" * 64
     with pytest.raises(Exception, match="digest"):
         check_certificate(bad)
+
+
+# --- the search (symbounds.core.search over the class problem) -------------------------------------
+
+
+def test_recorded_bounds_are_each_boxs_own(certified, network):
+    """Every recorded bound is the box's own enclosure (rounded up for the record), as check
+    re-derives it: never one met with a parent's.  Spot-checked on 40 boxes of the certificate."""
+    from symbounds.core.boxes import Box, round_up_record
+
+    cert, _ = certified
+    _, net, _ = network
+    rng = random.Random(8)
+    eps = Fraction(1, 10)
+    for b in rng.sample(cert["boxes"], 40):
+        box = Box(tuple(Fraction(v) for v in b["lo"]), tuple(Fraction(v) for v in b["hi"]))
+        assert Fraction(b["bound"]) == min(round_up_record(box_upper(net, box)), eps)
+
+
+def test_timeout_ends_undecided_with_a_partial_report(network):
+    """eps just above sup E (about 0.025024 at the default instance): one second is far too short to
+    bring every box below it; the search ends undecided by the timeout, and what it reports is still
+    a cover of the cube whose boxes below eps are proved by their own bounds."""
+    from symbounds.core.boxes import boxes_cover_cube
+    from symbounds.core.claims import Verdict
+    from symbounds.papers.shi_liao.class_bound import search
+
+    _, net, _ = network
+    eps = Fraction(2503, 100000)
+    res = search(net, eps, ClassOptions(prec=256, timeout=1.0))
+    assert res.verdict is Verdict.UNDECIDED and res.stopped == "timeout"
+    assert res.seconds < 30
+    assert boxes_cover_cube([b for b, _ in res.boxes], 1)
+    assert res.undecided and all(u > eps for b, u in res.boxes if b in res.undecided)
+    proved = [(b, u) for b, u in res.boxes if u <= eps]
+    assert proved and all(box_upper(net, b) <= u for b, u in proved[:20])
+    assert res.max_bound > eps >= res.worst_lower
+
+
+def test_holder_class_timeout_flag(tmp_path, capsys):
+    """--timeout is read by --holder-class: at the default instance every box of the starting grid
+    is already below eps, so a run stopped at once is proved (with a looser bound) and its
+    certificate checks."""
+    out = tmp_path / "c.json"
+    code, text, _ = run_cli(capsys, "certify", "--holder-class", "--timeout", "0.001", "--quiet", "--out", str(out))
+    assert code == 0 and "stopped by the timeout" in text, text
+    cert = json.loads(out.read_text())
+    assert cert["verdict"] == "proved"
+    assert check_class_certificate(cert)["boxes"] == len(cert["boxes"])
+    code, _, err = run_cli(capsys, "certify", "--holder-class", "--timeout", "-1")
+    assert code == 2 and "--timeout" in err
+
+
+def test_tampered_network_is_refuted(network):
+    """The layer-2 query of the model file scaled by 1/1000 (a flat softmax: every centre weighs on
+    every point): the search refutes the class bound, and the 300-bit evaluation of the tampered file
+    (no symbounds evaluator) confirms E(x*) > eps at the reported point."""
+    from symbounds.core.claims import Verdict
+    from symbounds.papers.shi_liao.class_bound import search
+
+    mj, _, K = network
+    bad = json.loads(json.dumps(mj))
+    q = bad["layers"][2]["heads"][0]["W_Q"]
+    bad["layers"][2]["heads"][0]["W_Q"] = [[str(Fraction(v) / 1000) for v in row] for row in q]
+    net = class_network(model_from_json(bad), 1, K.centres, 1, 2, 2, 256)
+    eps = Fraction(1, 10)
+    res = search(net, eps, ClassOptions(prec=256))
+    assert res.verdict is Verdict.REFUTED and res.worst_lower > eps
+    centres = [tuple(Fraction(str(v)) for v in c) for c in K.centres]
+    assert MpModel(bad, 1, 2, 2).E_at(res.worst_x, centres) > mpmath.mpf(1) / 10
