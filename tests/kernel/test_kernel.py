@@ -7,6 +7,7 @@ parser, and brute-force cover checks on a grid.
 
 import ast
 import copy
+import hashlib
 import json
 import pathlib
 import re
@@ -34,7 +35,9 @@ DATA = ROOT / "tests" / "data"
 STORED = sorted((DATA / "certificates").glob("*.json"))
 SMALL_PATH = DATA / "certificates" / "v0.1-d1-small.json"
 SMALL = json.loads(SMALL_PATH.read_text())
-MAX_LINES = 800
+MAX_LINES = 1000
+CLASS_PATH = DATA / "class_certificates" / "d1-eps-1-2.json"
+CLASS = json.loads(CLASS_PATH.read_text())
 
 
 def _sources():
@@ -112,6 +115,18 @@ CORPUS = {  # file -> (exit code, words of the reason)
     "verdict_undecided": (1, "verdict"),
     "weight_changed_by_one_ulp": (1, "model_sha256"),
     "weight_nan": (1, "W_V"),
+    # class certificates (tests/data/class_certificates/d1-eps-1-2.json edited)
+    "class_alpha_changed": (1, "box 0: the kernel cannot bound E"),
+    "class_bound_B_changed": (1, "box 0: the kernel cannot bound E"),
+    "class_bound_lowered_below_the_truth": (1, "box 112: the kernel cannot bound E"),
+    "class_box_dropped": (1, "do not cover"),
+    "class_centre_moved": (1, "box 113: the kernel cannot bound E"),
+    "class_eps_lowered": (1, "box 0: its bound 0.125034 is not in [0, eps]"),
+    "class_format_version_changed": (1, "unknown format 'symbounds-class-certificate/2'"),
+    "class_holder_changed": (1, "box 0: the kernel cannot bound E"),
+    "class_value_row_weight_changed_by_one_unit": (1, "layer 2's query, keys or values"),
+    "class_value_slot_not_zero": (1, "a value slot"),
+    "class_weight_changed_by_one_ulp": (1, "model_sha256"),
 }
 
 
@@ -221,6 +236,102 @@ def test_accepts_the_certificates_the_prover_writes(tmp_path):
         path.write_text(json.dumps(cert))
         ok, reason = symbounds_kernel.check_file(str(path))
         assert ok, reason
+
+
+# ------------------------------------------------------------------------------------------
+# class certificates ([SL26]'s bound for every target of a Hoelder class)
+
+
+def test_accepts_the_stored_class_certificate():
+    ok, reason = symbounds_kernel.check_file(str(CLASS_PATH))
+    assert ok, reason
+    assert reason.startswith(f"{len(CLASS['boxes'])} boxes cover [0,1]^1; for every g of the class, sup |T_g - g| <= ")
+    shown = Fraction(reason.split("<= ")[1].split(" ")[0])
+    top = Fraction(CLASS["max_bound"])
+    assert top <= shown <= top * (1 + Fraction(1, 10**5)) and reason.endswith("<= eps = 1/2")
+
+
+def _class_nets(cert):
+    """The kernel's and symbounds' own reading of a class certificate's scores and leakage."""
+    from symbounds.core.modelfile import model_from_json
+    from symbounds.papers.shi_liao.class_bound import class_network
+
+    from symbounds_kernel.holder import ClassNet
+
+    d, cls = cert["instance"]["d"], cert["class"]
+    a, C, B = (Fraction(cls[k]) for k in ("alpha", "holder", "bound"))
+    P = len(cert["model"]["embedding"]["base"][0])
+    m = round(P ** (1 / d))
+    centres = [tuple(Fraction(2 * i + 1, 2 * m) for i in (k // m**(d - 1 - j) % m for j in range(d))) for k in range(P)]
+    with _prec():
+        mine = ClassNet(cert["model"], d, a, C, B)
+    return mine, class_network(model_from_json(cert["model"]), d, centres, a, C, B, 256)
+
+
+def test_class_scores_centres_and_leakage_agree_with_symbounds():
+    """symbounds reads s_k and l_k by its own forward pass at x = 0 and x = e_i, and the
+    leakage from the layer-1 attention weights of its trace."""
+    mine, theirs = _class_nets(CLASS)
+    assert [tuple(c) for c in mine.centres] == theirs.centres
+    for k in range(len(theirs.b)):
+        assert abs(float((mine.b[k] - theirs.b[k]).mid())) < 1e-30
+        assert abs(float((mine.a[0][k] - theirs.A[k][0]).mid())) < 1e-30
+        ell = Fraction(theirs.ell[k].mid().str(40, radius=False))
+        B_ell = Fraction(mine.B_ell[k].str(40, radius=False))
+        assert abs(B_ell - theirs.B * ell) < Fraction(1, 10**30) and ell > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.fractions(0, 1), st.sampled_from([Fraction(1, 2**k) for k in (4, 8, 16, 30)]), st.integers(0, 8))
+def test_class_box_bound_contains_E_at_points_and_is_narrow(lo, width, t):
+    """E at a point of the box (symbounds' point evaluation, 256 bits) is below the kernel's bound
+    of the box, and on a narrow box that bound is within 64 w of it (E is about 30-Lipschitz here:
+    C_H plus the scores' slope times the brackets)."""
+    from symbounds.papers.shi_liao.class_bound import point_values
+
+    mine, theirs = _class_nets(CLASS)
+    lo = min(lo, 1 - width)
+    x = lo + width * t / 8
+    with _prec():
+        up = Fraction(mine.upper([lo], [lo + width]).str(40, radius=False))
+    E = point_values(theirs, [x])[0]
+    assert Fraction(E.upper().str(40, radius=False)) <= up
+    assert width > Fraction(1, 2**16) or up <= Fraction(E.lower().str(40, radius=False)) + 64 * width
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda c: c.update(model=copy.deepcopy(SMALL["model"])), "a value slot"),
+    (lambda c: c["model"]["layers"].pop(), "not the two blocks"),
+    (lambda c: c["model"]["layers"][2].update(skip="1"), "not the two blocks"),
+    (lambda c: c["model"]["layers"][3]["b2"].__setitem__(0, "1e-57"), "FFN 2 does not pass"),
+    (lambda c: c["model"]["layers"][1]["W1"][8].__setitem__(0, "1e-57"), "a ReLU of FFN 1"),
+    (lambda c: c["model"]["layers"][2]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "layer 2's query"),
+    (lambda c: c["model"]["layers"][0]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "layer 1's scores"),
+    (lambda c: c["class"].update(alpha="3/2"), "alpha in (0, 1]"),
+    (lambda c: c["class"].update(target="0"), "unknown or missing fields"),
+    (lambda c: c["instance"].update(d=2), "claim's wording"),
+    (lambda c: c.update(verdict="undecided"), "verdict"),
+])
+def test_class_structure_and_fields_are_checked(edit, words):
+    cert = copy.deepcopy(CLASS)
+    edit(cert)
+    cert["model_sha256"] = hashlib.sha256(json.dumps(cert["model"], sort_keys=True, separators=(",", ":")).encode()
+                                          ).hexdigest()
+    with pytest.raises(read.Rejected, match=re.escape(words)):
+        _check(cert)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [[], ["--alpha", "1/2", "--eps", "1/2"], ["--d", "2", "--eps", "1/2"]])
+def test_accepts_the_class_certificates_the_prover_writes(argv, tmp_path, capsys):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cli_helpers import run_cli
+
+    path = tmp_path / "class.json"
+    code, _, _ = run_cli(capsys, "certify", "--holder-class", *argv, "--quiet", "--out", str(path))
+    assert code == 0
+    ok, reason = symbounds_kernel.check_file(str(path))
+    assert ok, reason
 
 
 # ------------------------------------------------------------------------------------------
