@@ -821,3 +821,58 @@ def test_a_bound_equal_to_eps_is_accepted():
     cert = copy.deepcopy(SMALL)
     cert["boxes"][0]["bound"] = cert["max_bound"] = cert["eps"]
     assert _check(cert).startswith("64 boxes")
+
+
+def test_integer_powers_take_the_integer_path_and_others_the_real_one():
+    """``t^n`` for an integer ``n`` (also ``-n``) with ``|n| <= 1000`` is a product, defined for a
+    negative base; any other exponent is the real power, NaN (nothing proved) unless the base is
+    positive."""
+    half = [arb(1) / 2]
+    assert evaluate(parse("(x1 - 1)^2", 1), half) == arb(1) / 4
+    assert evaluate(parse("(x1 - 1)^(-2)", 1), half) == 4
+    assert evaluate(parse("(x1 - 1)^(-3)", 1), half) == -8
+    assert evaluate(parse("(x1 - 1)**3", 1), half) == -arb(1) / 8
+    assert not evaluate(parse("(x1 - 1)^1002", 1), half).is_finite()
+    assert not evaluate(parse("(x1 - 1)^(-1002)", 1), half).is_finite()
+    assert not evaluate(parse("(x1 - 1)^2.5", 1), half).is_finite()
+    assert evaluate(parse("(x1 - 1)^2.0", 1), half) == arb(1) / 4  # the number 2
+    root = evaluate(parse("x1^0.5", 1), [arb(4)])
+    assert root.contains(2) and root.rad() < 1e-30
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c.update(format="x" * 50), f"unknown format {'x' * 40!r}"),
+    (lambda c: c.update(format=None), "unknown format 'None'"),
+    (lambda c: [c.update({k: 0}) for k in ("zz", "a", "b", "c")], "unknown or missing fields: ['a', 'b', 'c']"),
+    (lambda c: c.pop("seconds"), "unknown or missing fields: ['seconds']"),
+    (lambda c: c.update(counterexample=[]), "the verdict is not 'proved' with no undecided box and no counterexample"),
+])
+def test_field_messages_are_exact(edit, message):
+    cert = copy.deepcopy(SMALL)
+    edit(cert)
+    with pytest.raises(read.Rejected, match="^" + re.escape(message) + "$"):
+        _check(cert)
+    with pytest.raises(read.Rejected, match=r"^unknown format 'None'$"):
+        verify.check([SMALL])  # not an object
+
+
+def _zero_model_certificate(d):
+    """A certificate of the model T = 0 (one feed-forward layer, input weights 0) for g = 0 in d inputs."""
+    model = {"format": "symbounds-transformer/1", "input": "vector", "precision_bits": 64,
+             "embedding": {"base": [["0"]], "E": [["0"] * d], "column": 0},
+             "layers": [{"type": "ffn", "skip": "1", "W1": [["1"]], "b1": ["0"], "W2": [["0"]], "b2": ["0"]}],
+             "readout": {"row": 0, "column": 0}}
+    cert = {k: v for k, v in copy.deepcopy(SMALL).items()}
+    cert.update(construction="model", instance={"inputs": d}, d=d, target="0", model=model, max_bound="0",
+                claim=f"sup over [0,1]^{d} of |T(x) - g(x)| <= eps",
+                boxes=[{"lo": ["0"] * d, "hi": ["1"] * d, "bound": "0"}],
+                model_sha256=hashlib.sha256(json.dumps(model, sort_keys=True, separators=(",", ":")).encode()).hexdigest())
+    return cert
+
+
+def test_the_largest_dimension_read_is_8():
+    assert _check(_zero_model_certificate(8)) == "1 boxes cover [0,1]^8; sup |T - g| <= 0 <= eps = 1/2"
+    with pytest.raises(read.Rejected, match=r"^'d' is not in 1\.\.8$"):
+        _check(_zero_model_certificate(9))
+    with pytest.raises(read.Rejected, match=r"^'d' is not in 1\.\.8$"):
+        _check(_zero_model_certificate(0) | {"d": 0})
