@@ -97,7 +97,7 @@ class ClassNet:
         P = len(base[0])
         m = next((m for m in range(1, P + 1) if m ** d >= P), 0)
         if [L[0] for L in layers] != ["attention", "ffn", "attention", "ffn"] or m ** d != P or layers[2][1] != (
-                "softmax") or len(layers[2][4]) != 1 or layers[2][2] or len(layers[0][4]) < P:
+                "softmax") or len(layers[2][4]) != 1 or layers[2][2] or len(layers[0][4]) < P or len(base) <= d:
             raise Rejected("model: not the two blocks of [SL26] on a grid of P = m^d tokens")
         self.alpha, self.d = alpha, d
         self.centres = [[Fraction(2 * i - 1, 2 * m) for i in idx] for idx in itertools.product(range(1, m + 1), repeat=d)]
