@@ -7,6 +7,7 @@ parser, and brute-force cover checks on a grid.
 
 import ast
 import copy
+import functools
 import hashlib
 import json
 import pathlib
@@ -251,6 +252,11 @@ def test_accepts_the_stored_class_certificate():
     assert top <= shown <= top * (1 + Fraction(1, 10**5)) and reason.endswith("<= eps = 1/2")
 
 
+@functools.lru_cache(maxsize=1)
+def _class_nets_stored():
+    return _class_nets(CLASS)
+
+
 def _class_nets(cert):
     """The kernel's and symbounds' own reading of a class certificate's scores and leakage."""
     from symbounds.core.modelfile import model_from_json
@@ -289,7 +295,7 @@ def test_class_box_bound_contains_E_at_points_and_is_narrow(lo, width, t):
     C_H plus the scores' slope times the brackets)."""
     from symbounds.papers.shi_liao.class_bound import point_values
 
-    mine, theirs = _class_nets(CLASS)
+    mine, theirs = _class_nets_stored()
     lo = min(lo, 1 - width)
     x = lo + width * t / 8
     with _prec():
