@@ -882,3 +882,31 @@ def test_the_largest_dimension_read_is_8():
         _check(_zero_model_certificate(9))
     with pytest.raises(read.Rejected, match=r"^'d' is not in 1\.\.8$"):
         _check(_zero_model_certificate(0) | {"d": 0})
+
+
+class _FakeClassNet(_FakeNet):
+    """Bounds E by 1 on boxes that ``ok`` accepts and by 3 elsewhere; records each box."""
+
+    def upper(self, lo, hi):
+        self.seen.append((list(lo), list(hi)))
+        return arb(1) if self.ok(lo, hi) else arb(3)
+
+
+def test_class_bisection_halves_the_widest_side_and_counts_its_depth():
+    from symbounds_kernel.holder import _proves
+
+    F = Fraction
+    small = lambda lo, hi: all(b - a <= F(1, 4) for a, b in zip(lo, hi))
+    net = _FakeClassNet(lambda lo, hi: True)
+    assert _proves(net, [F(0)], [F(1)], F(1), 0) is True and len(net.seen) == 1  # a bound equal to E's: <=
+    assert _proves(_FakeClassNet(lambda lo, hi: True), [F(0)], [F(1)], F(1) - F(1, 10**30), 3) is False
+    net = _FakeClassNet(small)
+    assert _proves(net, [F(0), F(0)], [F(1), F(1, 2)], F(1), 1) is False
+    assert net.seen == [([0, 0], [1, F(1, 2)]), ([0, 0], [F(1, 2), F(1, 2)])]
+    net = _FakeClassNet(small)
+    assert _proves(net, [F(0), F(0)], [F(1), F(1, 2)], F(1), 2) is False
+    net = _FakeClassNet(small)
+    assert _proves(net, [F(0), F(0)], [F(1), F(1, 2)], F(1), 3) is True
+    assert net.seen[:4] == [([0, 0], [1, F(1, 2)]), ([0, 0], [F(1, 2), F(1, 2)]),
+                            ([0, 0], [F(1, 4), F(1, 2)]), ([0, 0], [F(1, 4), F(1, 4)])]
+    assert ([F(3, 4), F(1, 4)], [1, F(1, 2)]) in net.seen and len(net.seen) == 15
