@@ -910,3 +910,73 @@ def test_class_bisection_halves_the_widest_side_and_counts_its_depth():
     assert net.seen[:4] == [([0, 0], [1, F(1, 2)]), ([0, 0], [F(1, 2), F(1, 2)]),
                             ([0, 0], [F(1, 4), F(1, 2)]), ([0, 0], [F(1, 4), F(1, 4)])]
     assert ([F(3, 4), F(1, 4)], [1, F(1, 2)]) in net.seen and len(net.seen) == 15
+
+
+def _class_exact(edit):
+    cert = copy.deepcopy(CLASS)
+    edit(cert)
+    return cert
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c.update(extra=1, zz=2, aa=3, bb=4), "unknown or missing fields: ['aa', 'bb', 'extra']"),
+    (lambda c: c.pop("worst"), "unknown or missing fields: ['worst']"),
+    (lambda c: c.update(undecided_boxes=[CLASS["boxes"][0]]), "the verdict is not 'proved' for 'shi_liao' with no undecided box"),
+    (lambda c: c.update(construction="model"), "the verdict is not 'proved' for 'shi_liao' with no undecided box"),
+    (lambda c: c["instance"].update(target="0"), "the instance or the class has unknown or missing fields"),
+    (lambda c: c["instance"].update(d="1"), "instance: 'd' is missing or not int"),
+    (lambda c: c["instance"].update(d=9), "'d' is not in 1..8"),
+    (lambda c: c["instance"].update(d=8), "the claim's wording is not the claim checked"),
+    (lambda c: c["instance"].update(eps="x"), "instance.eps: 'x' is not a number string"),
+    (lambda c: c["class"].update(alpha="x"), "class.alpha: 'x' is not a number string"),
+    (lambda c: c["class"].update(bound="x"), "class.bound: 'x' is not a number string"),
+    (lambda c: c["instance"].update(eps="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(alpha="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(holder="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(bound="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c.update(model_sha256="0" * 64), "the model does not match model_sha256"),
+    (lambda c: c.update(max_bound="x"), "max_bound: 'x' is not a rational string"),
+    (lambda c: c.update(max_bound="1/3"), "max_bound is not the largest box bound"),
+])
+def test_class_field_messages_are_exact(edit, message):
+    with pytest.raises(read.Rejected, match="^" + re.escape(message) + "$"):
+        _check(_class_exact(edit))
+
+
+def test_class_max_bound_must_be_a_rational_string():
+    import decimal
+
+    top = Fraction(CLASS["max_bound"])  # a dyadic rational: its decimal is exact
+    with decimal.localcontext(prec=200):
+        text = str(decimal.Decimal(top.numerator) / decimal.Decimal(top.denominator))
+    assert Fraction(text) == top
+    with pytest.raises(read.Rejected, match="^" + re.escape(f"max_bound: {text[:30]!r} is not a rational string") + "$"):
+        _check(_class_exact(lambda c: c.update(max_bound=text)))
+
+
+def test_class_check_reports_progress():
+    seen = []
+    verify.check(copy.deepcopy(CLASS), lambda done, total: seen.append((done, total)))
+    n = len(CLASS["boxes"])
+    assert seen == [(i, n) for i in range(1, n + 1)]
+
+
+def test_class_box_bound_with_more_tokens_than_the_heavy_set():
+    """At the default instance (P = 40 > 8 heavy tokens) the heavy set is the box centre's: on
+    narrow boxes the kernel's bound stays within 64 w of E at a point (symbounds' evaluation)."""
+    from symbounds.papers.shi_liao.class_bound import class_network, point_values
+    from symbounds.papers.shi_liao.class_certificate import class_model
+    from symbounds.papers.shi_liao.constants import Instance
+
+    from symbounds_kernel.holder import ClassNet
+
+    mj, model, K = class_model(Instance())
+    theirs = class_network(model, 1, K.centres, 1, 2, 2, 256)
+    with _prec():
+        mine = ClassNet(mj, 1, Fraction(1), Fraction(2), Fraction(2))
+        assert len(mine.b) == 40
+        w = Fraction(1, 2**20)
+        for x in (Fraction(1, 7), Fraction(1, 2), Fraction(5, 6), Fraction(99, 100)):
+            up = Fraction(mine.upper([x], [x + w]).str(40, radius=False))
+            E = point_values(theirs, [x])[0]
+            assert Fraction(E.upper().str(40, radius=False)) <= up <= Fraction(E.lower().str(40, radius=False)) + 64 * w
