@@ -980,3 +980,35 @@ def test_class_box_bound_with_more_tokens_than_the_heavy_set():
             up = Fraction(mine.upper([x], [x + w]).str(40, radius=False))
             E = point_values(theirs, [x])[0]
             assert Fraction(E.upper().str(40, radius=False)) <= up <= Fraction(E.lower().str(40, radius=False)) + 64 * w
+
+
+@pytest.mark.parametrize("prec", [20, 26])
+def test_class_box_bound_is_rounded_outward_at_low_precision(prec):
+    """Every rounding in the box bound is directed (upper ends of the brackets and distances,
+    lower ends in the caps' denominators): at 20 bits the bound of a box of width 2^-40 still
+    contains E (symbounds, 256 bits) at the worst point, where the caps are nearly exact and the
+    bound is tight, and at points near it whose distances to the centres are not dyadic."""
+    from symbounds.papers.shi_liao.class_bound import point_values
+
+    mine, theirs = _class_nets_stored()
+    x0 = Fraction(CLASS["worst"]["x"][0])
+    for x in (x0, x0 - Fraction(1, 3 * 2**20), x0 + Fraction(1, 7 * 2**18)):
+        E = Fraction(point_values(theirs, [x])[0].upper().str(40, radius=False))
+        old = ctx.prec
+        ctx.prec = prec
+        try:
+            up = Fraction(mine.upper([x], [x + Fraction(1, 2**40)]).str(40, radius=False))
+        finally:
+            ctx.prec = old
+        assert E <= up <= E + Fraction(1, 10**3)
+
+
+def test_class_bound_on_the_whole_cube_is_the_largest_bracket():
+    """On [0,1] every cap is about 1, so the greedy pivot is the largest item and the bound is at
+    most max_k A_k = C_H * 7/8 + B l_k (the centres are 1/8, 3/8, 5/8, 7/8), while a pivot taken
+    further down would add every cap's excess."""
+    mine, _ = _class_nets_stored()
+    with _prec():
+        up = Fraction(mine.upper([Fraction(0)], [Fraction(1)]).str(40, radius=False))
+    top = Fraction(7, 8) + max(Fraction(v.str(40, radius=False)) for v in mine.B_ell)
+    assert Fraction(7, 8) <= up <= top + Fraction(1, 10**30)
