@@ -308,6 +308,10 @@ def test_class_box_bound_contains_E_at_points_and_is_narrow(lo, width, t):
 @pytest.mark.parametrize("edit, words", [
     (lambda c: c.update(model=copy.deepcopy(SMALL["model"])), "a value slot"),
     (lambda c: c["model"]["layers"].pop(), "not the two blocks"),
+    (lambda c: [c["model"]["layers"][0]["heads"].pop() for _ in range(3)], "not the two blocks"),  # P - 1 heads
+    (lambda c: c["model"]["layers"][2]["heads"].append(c["model"]["layers"][2]["heads"][0]), "not the two blocks"),
+    (lambda c: c["model"]["layers"][2].update(kind="hardmax"), "not the two blocks"),
+    (lambda c: [r.append("0") for r in c["model"]["embedding"]["E"]], "embedding.E has the wrong shape"),
     (lambda c: c["model"]["layers"][2].update(skip="1"), "not the two blocks"),
     (lambda c: c["model"]["layers"][3]["b2"].__setitem__(0, "1e-57"), "FFN 2 does not pass"),
     (lambda c: c["model"]["layers"][1]["W1"][8].__setitem__(0, "1e-57"), "a ReLU of FFN 1"),
@@ -1012,3 +1016,18 @@ def test_class_bound_on_the_whole_cube_is_the_largest_bracket():
         up = Fraction(mine.upper([Fraction(0)], [Fraction(1)]).str(40, radius=False))
     top = Fraction(7, 8) + max(Fraction(v.str(40, radius=False)) for v in mine.B_ell)
     assert Fraction(7, 8) <= up <= top + Fraction(1, 10**30)
+
+
+def test_class_centres_of_a_square_grid():
+    """d = 2: P = m^2 tokens, centres in product order, the first coordinate slowest (symbounds'
+    own construction at eps = 1/2, C_H = 2, B = 2)."""
+    from symbounds.papers.shi_liao.class_certificate import class_model
+    from symbounds.papers.shi_liao.constants import Instance
+
+    from symbounds_kernel.holder import ClassNet
+
+    mj, _, K = class_model(Instance(d=2, eps=Fraction(1, 2)))
+    with _prec():
+        mine = ClassNet(mj, 2, Fraction(1), Fraction(2), Fraction(2))
+    assert [tuple(c) for c in mine.centres] == [tuple(Fraction(str(v)) for v in c) for c in K.centres]
+    assert len(mine.centres) == len(mj["embedding"]["base"][0]) > 4
