@@ -1031,3 +1031,18 @@ def test_class_centres_of_a_square_grid():
         mine = ClassNet(mj, 2, Fraction(1), Fraction(2), Fraction(2))
     assert [tuple(c) for c in mine.centres] == [tuple(Fraction(str(v)) for v in c) for c in K.centres]
     assert len(mine.centres) == len(mj["embedding"]["base"][0]) > 4
+
+
+def test_class_shape_message_is_exact_and_p_heads_are_enough():
+    cert = _class_exact(lambda c: c["model"]["layers"].pop())
+    cert["model_sha256"] = hashlib.sha256(json.dumps(cert["model"], sort_keys=True, separators=(",", ":")).encode()
+                                          ).hexdigest()
+    with pytest.raises(read.Rejected, match=r"^model: not the two blocks of \[SL26\] on a grid of P = m\^d tokens$"):
+        _check(cert)
+    # exactly P heads in layer 1 (the indicator and position heads dropped) pass the shape check
+    cert = _class_exact(lambda c: [c["model"]["layers"][0]["heads"].pop() for _ in range(2)])
+    cert["model_sha256"] = hashlib.sha256(json.dumps(cert["model"], sort_keys=True, separators=(",", ":")).encode()
+                                          ).hexdigest()
+    with pytest.raises(read.Rejected) as e:
+        _check(cert)
+    assert "not the two blocks" not in str(e.value)
