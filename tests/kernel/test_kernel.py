@@ -306,28 +306,28 @@ def test_class_box_bound_contains_E_at_points_and_is_narrow(lo, width, t):
 
 
 @pytest.mark.parametrize("edit, words", [
-    (lambda c: c.update(model=copy.deepcopy(SMALL["model"])), "a value slot"),
-    (lambda c: c["model"]["layers"].pop(), "not the two blocks"),
-    (lambda c: [c["model"]["layers"][0]["heads"].pop() for _ in range(3)], "not the two blocks"),  # P - 1 heads
-    (lambda c: c["model"]["layers"][2]["heads"].append(c["model"]["layers"][2]["heads"][0]), "not the two blocks"),
-    (lambda c: c["model"]["layers"][2].update(kind="hardmax"), "not the two blocks"),
-    (lambda c: [r.append("0") for r in c["model"]["embedding"]["E"]], "embedding.E has the wrong shape"),
-    (lambda c: c["model"]["layers"][2].update(skip="1"), "not the two blocks"),
-    (lambda c: c["model"]["layers"][3]["b2"].__setitem__(0, "1e-57"), "FFN 2 does not pass"),
-    (lambda c: c["model"]["layers"][1]["W1"][8].__setitem__(0, "1e-57"), "a ReLU of FFN 1"),
-    (lambda c: c["model"]["layers"][2]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "layer 2's query"),
-    (lambda c: c["model"]["layers"][0]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "layer 1's scores"),
-    (lambda c: c["class"].update(alpha="3/2"), "alpha in (0, 1]"),
-    (lambda c: c["class"].update(target="0"), "unknown or missing fields"),
-    (lambda c: c["instance"].update(d=2), "claim's wording"),
-    (lambda c: c.update(verdict="undecided"), "verdict"),
+    (lambda c: c.update(model=copy.deepcopy(SMALL["model"])), "model: a value slot (row 1, column d of W_V in layer 1) is not 0"),
+    (lambda c: c["model"]["layers"].pop(), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: [c["model"]["layers"][0]["heads"].pop() for _ in range(3)], "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),  # P - 1 heads
+    (lambda c: c["model"]["layers"][2]["heads"].append(c["model"]["layers"][2]["heads"][0]), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: c["model"]["layers"][2].update(kind="hardmax"), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: [r.append("0") for r in c["model"]["embedding"]["E"]], "model: embedding.E has the wrong shape"),
+    (lambda c: c["model"]["layers"][2].update(skip="1"), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: c["model"]["layers"][3]["b2"].__setitem__(0, "1e-57"), "model: FFN 2 does not pass the readout row linearly"),
+    (lambda c: c["model"]["layers"][1]["W1"][8].__setitem__(0, "1e-57"), "model: a ReLU of FFN 1 reads an entry that depends on x or on the values"),
+    (lambda c: c["model"]["layers"][2]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "model: layer 2's query, keys or values do not have the construction's form"),
+    (lambda c: c["model"]["layers"][0]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "model: layer 1's scores or its constant row depend on x"),
+    (lambda c: c["class"].update(alpha="3/2"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(target="0"), "the instance or the class has unknown or missing fields"),
+    (lambda c: c["instance"].update(d=2), "the claim's wording is not the claim checked"),
+    (lambda c: c.update(verdict="undecided"), "the verdict is not 'proved' for 'shi_liao' with no undecided box"),
 ])
 def test_class_structure_and_fields_are_checked(edit, words):
     cert = copy.deepcopy(CLASS)
     edit(cert)
     cert["model_sha256"] = hashlib.sha256(json.dumps(cert["model"], sort_keys=True, separators=(",", ":")).encode()
                                           ).hexdigest()
-    with pytest.raises(read.Rejected, match=re.escape(words)):
+    with pytest.raises(read.Rejected, match="^" + re.escape(words) + "$"):
         _check(cert)
 
 
