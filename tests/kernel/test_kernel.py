@@ -1046,3 +1046,28 @@ def test_class_shape_message_is_exact_and_p_heads_are_enough():
     with pytest.raises(read.Rejected) as e:
         _check(cert)
     assert "not the two blocks" not in str(e.value)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m["layers"][2].update(tau="2"),  # the layer-2 scores halved
+    lambda m: m["layers"][1]["b2"].__setitem__(2, "1/1000"),  # the indicator row (the query) shifted
+])
+def test_class_scores_of_edited_models_agree_with_symbounds(edit):
+    cert = copy.deepcopy(CLASS)
+    edit(cert["model"])
+    mine, theirs = _class_nets(cert)
+    base, _ = _class_nets_stored()
+    assert any(abs(float((x - y).mid())) > 1e-6 for x, y in zip(mine.b, base.b))  # the edit matters
+    for k in range(len(theirs.b)):
+        assert abs(float((mine.b[k] - theirs.b[k]).mid())) < 1e-30
+        assert abs(float((mine.a[0][k] - theirs.A[k][0]).mid())) < 1e-30
+
+
+def test_class_bracket_is_capped_at_2B():
+    """With B = 1/4 the bracket min(C_H |x - c|, 2B) is capped at 1/2 < 7/8 on the whole cube."""
+    from symbounds_kernel.holder import ClassNet
+
+    with _prec():
+        net = ClassNet(CLASS["model"], 1, Fraction(1), Fraction(1), Fraction(1, 4))
+        up = Fraction(net.upper([Fraction(0)], [Fraction(1)]).str(40, radius=False))
+    assert Fraction(1, 2) <= up <= Fraction(1, 2) + max(Fraction(v.str(40, radius=False)) for v in net.B_ell) + Fraction(1, 10**30)
