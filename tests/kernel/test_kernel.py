@@ -1050,6 +1050,7 @@ def test_class_shape_message_is_exact_and_p_heads_are_enough():
 
 @pytest.mark.parametrize("edit", [
     lambda m: m["layers"][2].update(tau="2"),  # the layer-2 scores halved
+    lambda m: m["layers"][0].update(tau="2"),  # layer 1's scores halved (its weights change)
     lambda m: m["layers"][1]["b2"].__setitem__(2, "1/1000"),  # the indicator row (the query) shifted
 ])
 def test_class_scores_of_edited_models_agree_with_symbounds(edit):
@@ -1071,3 +1072,21 @@ def test_class_bracket_is_capped_at_2B():
         net = ClassNet(CLASS["model"], 1, Fraction(1), Fraction(1), Fraction(1, 4))
         up = Fraction(net.upper([Fraction(0)], [Fraction(1)]).str(40, radius=False))
     assert Fraction(1, 2) <= up <= Fraction(1, 2) + max(Fraction(v.str(40, radius=False)) for v in net.B_ell) + Fraction(1, 10**30)
+
+
+def test_class_bracket_with_alpha_below_1():
+    """alpha = 1/2: on the whole cube the bound is the largest bracket C_H (7/8)^(1/2) (+ B l_k)."""
+    from symbounds_kernel.holder import ClassNet
+
+    with _prec():
+        net = ClassNet(CLASS["model"], 1, Fraction(1, 2), Fraction(1), Fraction(1))
+        up = net.upper([Fraction(0)], [Fraction(1)])
+    root = mpmath.sqrt(mpmath.mpf(7) / 8)
+    ell = max(float(Fraction(v.str(40, radius=False))) for v in net.B_ell)
+    assert root <= mpmath.mpf(up.str(40, radius=False)) <= root + ell + 1e-30
+
+
+def test_shown_is_six_digits_rounded_up():
+    assert str(verify.shown(Fraction(1, 3))) == "0.333334"
+    assert str(verify.shown(Fraction(2, 3))) == "0.666667"
+    assert str(verify.shown(Fraction(5, 4))) == "1.25"
