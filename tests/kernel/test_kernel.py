@@ -1090,3 +1090,17 @@ def test_shown_is_six_digits_rounded_up():
     assert str(verify.shown(Fraction(1, 3))) == "0.333334"
     assert str(verify.shown(Fraction(2, 3))) == "0.666667"
     assert str(verify.shown(Fraction(5, 4))) == "1.25"
+
+
+def test_taylor_rests_are_carried_and_reciprocal_ranges_checked():
+    """Products carry both rests (``(1 +- 1/2)^2`` reaches 9/4); ``1/t`` on a negative range bounds
+    its second derivative at the end nearest 0; a range touching 0 is refused by name."""
+    h = [arb(1)]
+    half = taylor.TM(arb(1), [arb(0)], arb(1) / 2)
+    assert taylor.enclosure(taylor.mul(half, half, h), h).contains(arb(9) / 4)
+    neg = taylor.TM(arb(-2), [arb(1)], arb(0))  # t in [-3, -1]
+    inv = taylor.recip(neg, h)
+    assert inv.c + inv.g[0] * 1 - inv.r <= -1 and taylor.enclosure(inv, h).contains(-1)
+    for t in (taylor.TM(arb(1), [arb(1)], arb(0)), taylor.TM(arb(-1), [arb(1)], arb(0))):  # [0, 2], [-2, 0]
+        with pytest.raises(ArithmeticError, match=r"^a reciprocal of a range containing 0$"):
+            taylor.recip(t, h)
