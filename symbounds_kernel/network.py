@@ -119,14 +119,20 @@ def _mat(rows):
     return arb_mat([[_ball(v) for v in r] for r in rows])
 
 
+def embed(base, E, col, d):
+    """``Z_0 = A + sum_i x_i B_i``: ``A`` the base, ``B_i`` column ``E e_i`` at the input column."""
+    n = len(base[0])
+    return _mat(base), [_mat([[E[r][i] if j == col else 0 for j in range(n)] for r in range(len(base))])
+                        for i in range(d)]
+
+
 class Network:
     """The model with its affine stage evaluated once (``A``, ``B_i`` as lists of rows of balls)."""
 
     def __init__(self, model_json, d: int):
         base, E, col, self.layers, self.readout = parse_model(model_json, d)
-        self.d, n = d, len(base[0])
-        A = _mat(base)
-        B = [_mat([[E[r][i] if j == col else 0 for j in range(n)] for r in range(len(base))]) for i in range(d)]
+        self.d = d
+        A, B = embed(base, E, col, d)
         self.start = 0
         for layer in self.layers:
             if layer[0] != "attention" or not self._constant_scores(layer, B):
@@ -148,14 +154,17 @@ class Network:
         return all(v.is_zero() for WQ, WK, _, _ in heads for W in (WQ, WK) for b in B for v in (_mat(W) * b).entries())
 
     @staticmethod
-    def _affine_attention(layer, A, B):
+    def _affine_attention(layer, A, B, record=None):
         """``rho Z + sum_h W_O W_V Z pi_h^T`` for ``Z = A + sum x_i B_i`` with constant ``pi_h``:
-        ``pi_h[j, k] = e_jk / t_j``, so column ``j`` of ``W_O W_V Z e^T`` is divided by ``t_j``."""
+        ``pi_h[j, k] = e_jk / t_j``, so column ``j`` of ``W_O W_V Z e^T`` is divided by ``t_j``
+        (each head's rows ``(e_j, t_j)`` are appended to ``record`` if given)."""
         _, kind, skip, tau, heads, _ = layer
         A2, B2 = A * _ball(skip), [b * _ball(skip) for b in B]
         for WQ, WK, WV, WO in heads:
             S = ((_mat(WQ) * A).transpose() * (_mat(WK) * A) * (1 / _ball(tau))).tolist()
             rows = [_weights(kind, row) for row in S]
+            if record is not None:
+                record.append(rows)
             Et = arb_mat([e for e, _ in rows]).transpose()
             OV = _mat(WO) * _mat(WV)
             parts = [(OV * Z * Et).tolist() for Z in [A] + B]

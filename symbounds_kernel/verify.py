@@ -22,7 +22,7 @@ from .network import Network
 from .read import Rejected, number
 from .target import evaluate, parse
 
-FORMATS = ("symbounds-certificate/1",)
+FORMATS = ("symbounds-certificate/1", "symbounds-class-certificate/1")
 PREC = 128  # bits of every ball
 SPLITS = 6  # bisections of a box whose single enclosure misses its recorded bound
 _KEYS = {"format", "symbounds", "claim", "construction", "instance", "d", "eps", "target", "prec",
@@ -41,6 +41,9 @@ def check(cert, progress=None) -> str:
     """Accept ``cert`` (returns a one-line summary) or raise :class:`Rejected` with the reason."""
     if not isinstance(cert, dict) or cert.get("format") not in FORMATS:
         raise Rejected(f"unknown format {str(cert.get('format') if isinstance(cert, dict) else None)[:40]!r}")
+    if cert["format"] == FORMATS[1]:
+        from .holder import check_class
+        return check_class(cert, progress)
     if set(cert) != _KEYS:
         raise Rejected(f"unknown or missing fields: {sorted(set(cert) ^ _KEYS)[:3]}")
     if cert["verdict"] != "proved" or cert["undecided_boxes"] != [] or cert["counterexample"] is not None:
@@ -83,10 +86,13 @@ def check(cert, progress=None) -> str:
                 progress(i + 1, len(boxes))
     finally:
         ctx.prec = old
-    top = max(b for *_, b in boxes)
-    with decimal.localcontext(prec=6, rounding=decimal.ROUND_CEILING):  # printed rounded up
-        shown = decimal.Decimal(top.numerator) / top.denominator
-    return f"{len(boxes)} boxes cover [0,1]^{d}; sup |T - g| <= {shown} <= eps = {eps}"
+    return f"{len(boxes)} boxes cover [0,1]^{d}; sup |T - g| <= {shown(max(b for *_, b in boxes))} <= eps = {eps}"
+
+
+def shown(q: Fraction) -> decimal.Decimal:
+    """``q`` to 6 digits, rounded up."""
+    with decimal.localcontext(prec=6, rounding=decimal.ROUND_CEILING):
+        return decimal.Decimal(q.numerator) / q.denominator
 
 
 def _boxes(raw, d, eps):

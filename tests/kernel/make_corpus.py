@@ -35,8 +35,8 @@ def grid_max(cert, box, k=9):
                for i in range(k))
 
 
-def edit(name, fn, dump=None):
-    c = copy.deepcopy(BASE)
+def edit(name, fn, dump=None, base=BASE):
+    c = copy.deepcopy(base)
     c = fn(c) or c
     (ROOT / "kernel_corpus" / f"{name}.json").write_text(dump(c) if dump else json.dumps(c, indent=1) + "\n")
 
@@ -135,10 +135,60 @@ EDITS = {
     "json_float_bound": put(["boxes", 3, "bound"], 0.001),
 }
 
+# --- class certificates ([SL26], every target of a Hoelder class): the edits start from
+# tests/data/class_certificates/d1-eps-1-2.json and are written as class_*.json
+
+CLASS = json.loads((ROOT / "class_certificates" / "d1-eps-1-2.json").read_text())
+
+
+def class_lowered(c):
+    """The bound of the box holding the worst point x* set to 99/100 of E(x*) (evaluated by symbounds'
+    own class bound, 256-bit balls): below the truth, since that box's sup of E is at least E(x*)."""
+    from symbounds.papers.shi_liao.class_bound import class_network, point_values
+
+    x = Fraction(c["worst"]["x"][0])
+    model = model_from_json(c["model"])
+    P = len(c["model"]["embedding"]["base"][0])
+    net = class_network(model, 1, [(Fraction(2 * i - 1, 2 * P),) for i in range(1, P + 1)], 1, 1, 1, 256)
+    E = Fraction(point_values(net, [x])[0].lower().str(40, radius=False))
+    i = next(i for i, b in enumerate(c["boxes"]) if Fraction(b["lo"][0]) <= x <= Fraction(b["hi"][0]))
+    c["boxes"][i]["bound"] = str(E * Fraction(99, 100))
+    c["max_bound"] = str(max(Fraction(b["bound"]) for b in c["boxes"]))
+
+
+def class_centre_moved(c):
+    """Head 2's affine score ``2 M_g c x - M_g c^2`` moved from its centre ``c = 5/(2P)`` to ``c + 1/(4P)``."""
+    P = len(c["model"]["embedding"]["base"][0])
+    WV = c["model"]["layers"][0]["heads"][2]["W_V"]
+    centre = Fraction(5, 2 * P)
+    Mg = Fraction(WV[0][0]) / (2 * centre)
+    moved = centre + Fraction(1, 4 * P)
+    WV[0][0], WV[0][1] = str(2 * Mg * moved), str(-Mg * moved**2)
+    redigest(c)
+
+
+CLASS_EDITS = {
+    "class_bound_lowered_below_the_truth": class_lowered,
+    "class_box_dropped": lambda c: c["boxes"].pop(10) and None,
+    "class_eps_lowered": put(["instance", "eps"], "1/10"),
+    "class_alpha_changed": put(["class", "alpha"], "1/2"),
+    "class_holder_changed": put(["class", "holder"], "11/10"),
+    "class_bound_B_changed": put(["class", "bound"], "100"),
+    "class_weight_changed_by_one_ulp": put(["model", "layers", 0, "heads", 3, "W_K", 0, 3],
+                                           lambda w: w[:-1] + str((int(w[-1]) + 1) % 10)),
+    "class_value_row_weight_changed_by_one_unit": put(["model", "layers", 0, "heads", 0, "W_V", 1, 0], "1e-57",
+                                                      digest=True),
+    "class_value_slot_not_zero": put(["model", "layers", 0, "heads", 1, "W_V", 1, 1], "1e-57", digest=True),
+    "class_centre_moved": class_centre_moved,
+    "class_format_version_changed": put(["format"], "symbounds-class-certificate/2"),
+}
+
 
 if __name__ == "__main__":
     for name, fn in EDITS.items():
         edit(name, fn)
+    for name, fn in CLASS_EDITS.items():
+        edit(name, fn, base=CLASS)
     # a JSON NaN literal: not JSON the kernel reads (unreadable)
     edit("bound_json_nan", put(["boxes", 3, "bound"], float("nan")), dump=lambda c: json.dumps(c))
-    print(f"wrote {len(EDITS) + 1} files")
+    print(f"wrote {len(EDITS) + len(CLASS_EDITS) + 1} files")

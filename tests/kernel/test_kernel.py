@@ -7,6 +7,8 @@ parser, and brute-force cover checks on a grid.
 
 import ast
 import copy
+import functools
+import hashlib
 import json
 import pathlib
 import re
@@ -34,7 +36,9 @@ DATA = ROOT / "tests" / "data"
 STORED = sorted((DATA / "certificates").glob("*.json"))
 SMALL_PATH = DATA / "certificates" / "v0.1-d1-small.json"
 SMALL = json.loads(SMALL_PATH.read_text())
-MAX_LINES = 800
+MAX_LINES = 1000
+CLASS_PATH = DATA / "class_certificates" / "d1-eps-1-2.json"
+CLASS = json.loads(CLASS_PATH.read_text())
 
 
 def _sources():
@@ -112,6 +116,18 @@ CORPUS = {  # file -> (exit code, words of the reason)
     "verdict_undecided": (1, "verdict"),
     "weight_changed_by_one_ulp": (1, "model_sha256"),
     "weight_nan": (1, "W_V"),
+    # class certificates (tests/data/class_certificates/d1-eps-1-2.json edited)
+    "class_alpha_changed": (1, "box 0: the kernel cannot bound E"),
+    "class_bound_B_changed": (1, "box 0: the kernel cannot bound E"),
+    "class_bound_lowered_below_the_truth": (1, "box 112: the kernel cannot bound E"),
+    "class_box_dropped": (1, "do not cover"),
+    "class_centre_moved": (1, "box 113: the kernel cannot bound E"),
+    "class_eps_lowered": (1, "box 0: its bound 0.125034 is not in [0, eps]"),
+    "class_format_version_changed": (1, "unknown format 'symbounds-class-certificate/2'"),
+    "class_holder_changed": (1, "box 0: the kernel cannot bound E"),
+    "class_value_row_weight_changed_by_one_unit": (1, "layer 2's query, keys or values"),
+    "class_value_slot_not_zero": (1, "a value slot"),
+    "class_weight_changed_by_one_ulp": (1, "model_sha256"),
 }
 
 
@@ -221,6 +237,111 @@ def test_accepts_the_certificates_the_prover_writes(tmp_path):
         path.write_text(json.dumps(cert))
         ok, reason = symbounds_kernel.check_file(str(path))
         assert ok, reason
+
+
+# ------------------------------------------------------------------------------------------
+# class certificates ([SL26]'s bound for every target of a Hoelder class)
+
+
+def test_accepts_the_stored_class_certificate():
+    ok, reason = symbounds_kernel.check_file(str(CLASS_PATH))
+    assert ok, reason
+    assert reason.startswith(f"{len(CLASS['boxes'])} boxes cover [0,1]^1; for every g of the class, sup |T_g - g| <= ")
+    shown = Fraction(reason.split("<= ")[1].split(" ")[0])
+    top = Fraction(CLASS["max_bound"])
+    assert top <= shown <= top * (1 + Fraction(1, 10**5)) and reason.endswith("<= eps = 1/2")
+
+
+@functools.lru_cache(maxsize=1)
+def _class_nets_stored():
+    return _class_nets(CLASS)
+
+
+def _class_nets(cert):
+    """The kernel's and symbounds' own reading of a class certificate's scores and leakage."""
+    from symbounds.core.modelfile import model_from_json
+    from symbounds.papers.shi_liao.class_bound import class_network
+
+    from symbounds_kernel.holder import ClassNet
+
+    d, cls = cert["instance"]["d"], cert["class"]
+    a, C, B = (Fraction(cls[k]) for k in ("alpha", "holder", "bound"))
+    P = len(cert["model"]["embedding"]["base"][0])
+    m = round(P ** (1 / d))
+    centres = [tuple(Fraction(2 * i + 1, 2 * m) for i in (k // m**(d - 1 - j) % m for j in range(d))) for k in range(P)]
+    with _prec():
+        mine = ClassNet(cert["model"], d, a, C, B)
+    return mine, class_network(model_from_json(cert["model"]), d, centres, a, C, B, 256)
+
+
+def test_class_scores_centres_and_leakage_agree_with_symbounds():
+    """symbounds reads s_k and l_k by its own forward pass at x = 0 and x = e_i, and the
+    leakage from the layer-1 attention weights of its trace."""
+    mine, theirs = _class_nets(CLASS)
+    assert [tuple(c) for c in mine.centres] == theirs.centres
+    for k in range(len(theirs.b)):
+        assert abs(float((mine.b[k] - theirs.b[k]).mid())) < 1e-30
+        assert abs(float((mine.a[0][k] - theirs.A[k][0]).mid())) < 1e-30
+        ell = Fraction(theirs.ell[k].mid().str(40, radius=False))
+        B_ell = Fraction(mine.B_ell[k].str(40, radius=False))
+        assert abs(B_ell - theirs.B * ell) < Fraction(1, 10**30) and ell > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.fractions(0, 1), st.sampled_from([Fraction(1, 2**k) for k in (4, 8, 16, 30)]), st.integers(0, 8))
+def test_class_box_bound_contains_E_at_points_and_is_narrow(lo, width, t):
+    """E at a point of the box (symbounds' point evaluation, 256 bits) is below the kernel's bound
+    of the box, and on a narrow box that bound is within 64 w of it (E is about 30-Lipschitz here:
+    C_H plus the scores' slope times the brackets)."""
+    from symbounds.papers.shi_liao.class_bound import point_values
+
+    mine, theirs = _class_nets_stored()
+    lo = min(lo, 1 - width)
+    x = lo + width * t / 8
+    with _prec():
+        up = Fraction(mine.upper([lo], [lo + width]).str(40, radius=False))
+    E = point_values(theirs, [x])[0]
+    assert Fraction(E.upper().str(40, radius=False)) <= up
+    assert width > Fraction(1, 2**16) or up <= Fraction(E.lower().str(40, radius=False)) + 64 * width
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda c: c.update(model=copy.deepcopy(SMALL["model"])), "model: a value slot (row 1, column d of W_V in layer 1) is not 0"),
+    (lambda c: c["model"]["layers"].pop(), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: [c["model"]["layers"][0]["heads"].pop() for _ in range(3)], "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),  # P - 1 heads
+    (lambda c: c["model"]["layers"][2]["heads"].append(c["model"]["layers"][2]["heads"][0]), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: c["model"]["layers"][2].update(kind="hardmax"), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: [r.append("0") for r in c["model"]["embedding"]["E"]], "model: embedding.E has the wrong shape"),
+    (lambda c: c["model"]["layers"][2].update(skip="1"), "model: not the two blocks of [SL26] on a grid of P = m^d tokens"),
+    (lambda c: c["model"]["layers"][3]["b2"].__setitem__(0, "1e-57"), "model: FFN 2 does not pass the readout row linearly"),
+    (lambda c: c["model"]["layers"][1]["W1"][8].__setitem__(0, "1e-57"), "model: a ReLU of FFN 1 reads an entry that depends on x or on the values"),
+    (lambda c: c["model"]["layers"][2]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "model: layer 2's query, keys or values do not have the construction's form"),
+    (lambda c: c["model"]["layers"][0]["heads"][0]["W_Q"][0].__setitem__(0, "1e-57"), "model: layer 1's scores or its constant row depend on x"),
+    (lambda c: c["class"].update(alpha="3/2"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(target="0"), "the instance or the class has unknown or missing fields"),
+    (lambda c: c["instance"].update(d=2), "the claim's wording is not the claim checked"),
+    (lambda c: c.update(verdict="undecided"), "the verdict is not 'proved' for 'shi_liao' with no undecided box"),
+])
+def test_class_structure_and_fields_are_checked(edit, words):
+    cert = copy.deepcopy(CLASS)
+    edit(cert)
+    cert["model_sha256"] = hashlib.sha256(json.dumps(cert["model"], sort_keys=True, separators=(",", ":")).encode()
+                                          ).hexdigest()
+    with pytest.raises(read.Rejected, match="^" + re.escape(words) + "$"):
+        _check(cert)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [[], ["--alpha", "1/2", "--eps", "1/2"], ["--d", "2", "--eps", "1/2"]])
+def test_accepts_the_class_certificates_the_prover_writes(argv, tmp_path, capsys):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cli_helpers import run_cli
+
+    path = tmp_path / "class.json"
+    code, _, _ = run_cli(capsys, "certify", "--holder-class", *argv, "--quiet", "--out", str(path))
+    assert code == 0
+    ok, reason = symbounds_kernel.check_file(str(path))
+    assert ok, reason
 
 
 # ------------------------------------------------------------------------------------------
@@ -710,3 +831,276 @@ def test_a_bound_equal_to_eps_is_accepted():
     cert = copy.deepcopy(SMALL)
     cert["boxes"][0]["bound"] = cert["max_bound"] = cert["eps"]
     assert _check(cert).startswith("64 boxes")
+
+
+def test_integer_powers_take_the_integer_path_and_others_the_real_one():
+    """``t^n`` for an integer ``n`` (also ``-n``) with ``|n| <= 1000`` is a product, defined for a
+    negative base; any other exponent is the real power, NaN (nothing proved) unless the base is
+    positive."""
+    half = [arb(1) / 2]
+    assert evaluate(parse("(x1 - 1)^2", 1), half) == arb(1) / 4
+    assert evaluate(parse("(x1 - 1)^(-2)", 1), half) == 4
+    assert evaluate(parse("(x1 - 1)^(-3)", 1), half) == -8
+    assert evaluate(parse("(x1 - 1)**3", 1), half) == -arb(1) / 8
+    assert not evaluate(parse("(x1 - 1)^1002", 1), half).is_finite()
+    assert not evaluate(parse("(x1 - 1)^(-1002)", 1), half).is_finite()
+    assert not evaluate(parse("(x1 - 1)^2.5", 1), half).is_finite()
+    assert evaluate(parse("(x1 - 1)^2.0", 1), half) == arb(1) / 4  # the number 2
+    root = evaluate(parse("x1^0.5", 1), [arb(4)])
+    assert root.contains(2) and root.rad() < 1e-30
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c.update(format="x" * 50), f"unknown format {'x' * 40!r}"),
+    (lambda c: c.update(format=None), "unknown format 'None'"),
+    (lambda c: [c.update({k: 0}) for k in ("zz", "a", "b", "c")], "unknown or missing fields: ['a', 'b', 'c']"),
+    (lambda c: c.pop("seconds"), "unknown or missing fields: ['seconds']"),
+    (lambda c: c.update(counterexample=[]), "the verdict is not 'proved' with no undecided box and no counterexample"),
+])
+def test_field_messages_are_exact(edit, message):
+    cert = copy.deepcopy(SMALL)
+    edit(cert)
+    with pytest.raises(read.Rejected, match="^" + re.escape(message) + "$"):
+        _check(cert)
+    with pytest.raises(read.Rejected, match=r"^unknown format 'None'$"):
+        verify.check([SMALL])  # not an object
+
+
+def _zero_model_certificate(d):
+    """A certificate of the model T = 0 (one feed-forward layer, input weights 0) for g = 0 in d inputs."""
+    model = {"format": "symbounds-transformer/1", "input": "vector", "precision_bits": 64,
+             "embedding": {"base": [["0"]], "E": [["0"] * d], "column": 0},
+             "layers": [{"type": "ffn", "skip": "1", "W1": [["1"]], "b1": ["0"], "W2": [["0"]], "b2": ["0"]}],
+             "readout": {"row": 0, "column": 0}}
+    cert = {k: v for k, v in copy.deepcopy(SMALL).items()}
+    cert.update(construction="model", instance={"inputs": d}, d=d, target="0", model=model, max_bound="0",
+                claim=f"sup over [0,1]^{d} of |T(x) - g(x)| <= eps",
+                boxes=[{"lo": ["0"] * d, "hi": ["1"] * d, "bound": "0"}],
+                model_sha256=hashlib.sha256(json.dumps(model, sort_keys=True, separators=(",", ":")).encode()).hexdigest())
+    return cert
+
+
+def test_the_largest_dimension_read_is_8():
+    assert _check(_zero_model_certificate(8)) == "1 boxes cover [0,1]^8; sup |T - g| <= 0 <= eps = 1/2"
+    with pytest.raises(read.Rejected, match=r"^'d' is not in 1\.\.8$"):
+        _check(_zero_model_certificate(9))
+    with pytest.raises(read.Rejected, match=r"^'d' is not in 1\.\.8$"):
+        _check(_zero_model_certificate(0) | {"d": 0})
+
+
+class _FakeClassNet(_FakeNet):
+    """Bounds E by 1 on boxes that ``ok`` accepts and by 3 elsewhere; records each box."""
+
+    def upper(self, lo, hi):
+        self.seen.append((list(lo), list(hi)))
+        return arb(1) if self.ok(lo, hi) else arb(3)
+
+
+def test_class_bisection_halves_the_widest_side_and_counts_its_depth():
+    from symbounds_kernel.holder import _proves
+
+    F = Fraction
+    small = lambda lo, hi: all(b - a <= F(1, 4) for a, b in zip(lo, hi))
+    net = _FakeClassNet(lambda lo, hi: True)
+    assert _proves(net, [F(0)], [F(1)], F(1), 0) is True and len(net.seen) == 1  # a bound equal to E's: <=
+    assert _proves(_FakeClassNet(lambda lo, hi: True), [F(0)], [F(1)], F(1) - F(1, 10**30), 3) is False
+    net = _FakeClassNet(small)
+    assert _proves(net, [F(0), F(0)], [F(1), F(1, 2)], F(1), 1) is False
+    assert net.seen == [([0, 0], [1, F(1, 2)]), ([0, 0], [F(1, 2), F(1, 2)])]
+    net = _FakeClassNet(small)
+    assert _proves(net, [F(0), F(0)], [F(1), F(1, 2)], F(1), 2) is False
+    net = _FakeClassNet(small)
+    assert _proves(net, [F(0), F(0)], [F(1), F(1, 2)], F(1), 3) is True
+    assert net.seen[:4] == [([0, 0], [1, F(1, 2)]), ([0, 0], [F(1, 2), F(1, 2)]),
+                            ([0, 0], [F(1, 4), F(1, 2)]), ([0, 0], [F(1, 4), F(1, 4)])]
+    assert ([F(3, 4), F(1, 4)], [1, F(1, 2)]) in net.seen and len(net.seen) == 15
+
+
+def _class_exact(edit):
+    cert = copy.deepcopy(CLASS)
+    edit(cert)
+    return cert
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c.update(extra=1, zz=2, aa=3, bb=4), "unknown or missing fields: ['aa', 'bb', 'extra']"),
+    (lambda c: c.pop("worst"), "unknown or missing fields: ['worst']"),
+    (lambda c: c.update(undecided_boxes=[CLASS["boxes"][0]]), "the verdict is not 'proved' for 'shi_liao' with no undecided box"),
+    (lambda c: c.update(construction="model"), "the verdict is not 'proved' for 'shi_liao' with no undecided box"),
+    (lambda c: c["instance"].update(target="0"), "the instance or the class has unknown or missing fields"),
+    (lambda c: c["instance"].update(d="1"), "instance: 'd' is missing or not int"),
+    (lambda c: c["instance"].update(d=9), "'d' is not in 1..8"),
+    (lambda c: c["instance"].update(d=8), "the claim's wording is not the claim checked"),
+    (lambda c: c["instance"].update(eps="x"), "instance.eps: 'x' is not a number string"),
+    (lambda c: c["class"].update(alpha="x"), "class.alpha: 'x' is not a number string"),
+    (lambda c: c["class"].update(bound="x"), "class.bound: 'x' is not a number string"),
+    (lambda c: c["instance"].update(eps="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(alpha="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(holder="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c["class"].update(bound="0"), "eps, C_H and B must be positive and alpha in (0, 1]"),
+    (lambda c: c.update(model_sha256="0" * 64), "the model does not match model_sha256"),
+    (lambda c: c.update(max_bound="x"), "max_bound: 'x' is not a rational string"),
+    (lambda c: c.update(max_bound="1/3"), "max_bound is not the largest box bound"),
+])
+def test_class_field_messages_are_exact(edit, message):
+    with pytest.raises(read.Rejected, match="^" + re.escape(message) + "$"):
+        _check(_class_exact(edit))
+
+
+def test_class_max_bound_must_be_a_rational_string():
+    import decimal
+
+    top = Fraction(CLASS["max_bound"])  # a dyadic rational: its decimal is exact
+    with decimal.localcontext(prec=200):
+        text = str(decimal.Decimal(top.numerator) / decimal.Decimal(top.denominator))
+    assert Fraction(text) == top
+    with pytest.raises(read.Rejected, match="^" + re.escape(f"max_bound: {text[:30]!r} is not a rational string") + "$"):
+        _check(_class_exact(lambda c: c.update(max_bound=text)))
+
+
+def test_class_check_reports_progress():
+    seen = []
+    verify.check(copy.deepcopy(CLASS), lambda done, total: seen.append((done, total)))
+    n = len(CLASS["boxes"])
+    assert seen == [(i, n) for i in range(1, n + 1)]
+
+
+def test_class_box_bound_with_more_tokens_than_the_heavy_set():
+    """At the default instance (P = 40 > 8 heavy tokens) the heavy set is the box centre's: on
+    narrow boxes the kernel's bound stays within 64 w of E at a point (symbounds' evaluation)."""
+    from symbounds.papers.shi_liao.class_bound import class_network, point_values
+    from symbounds.papers.shi_liao.class_certificate import class_model
+    from symbounds.papers.shi_liao.constants import Instance
+
+    from symbounds_kernel.holder import ClassNet
+
+    mj, model, K = class_model(Instance())
+    theirs = class_network(model, 1, K.centres, 1, 2, 2, 256)
+    with _prec():
+        mine = ClassNet(mj, 1, Fraction(1), Fraction(2), Fraction(2))
+        assert len(mine.b) == 40
+        w = Fraction(1, 2**20)
+        for x in (Fraction(1, 7), Fraction(1, 2), Fraction(5, 6), Fraction(99, 100)):
+            up = Fraction(mine.upper([x], [x + w]).str(40, radius=False))
+            E = point_values(theirs, [x])[0]
+            assert Fraction(E.upper().str(40, radius=False)) <= up <= Fraction(E.lower().str(40, radius=False)) + 64 * w
+
+
+@pytest.mark.parametrize("prec", [20, 26])
+def test_class_box_bound_is_rounded_outward_at_low_precision(prec):
+    """Every rounding in the box bound is directed (upper ends of the brackets and distances,
+    lower ends in the caps' denominators): at 20 bits the bound of a box of width 2^-40 still
+    contains E (symbounds, 256 bits) at the worst point, where the caps are nearly exact and the
+    bound is tight, and at points near it whose distances to the centres are not dyadic."""
+    from symbounds.papers.shi_liao.class_bound import point_values
+
+    mine, theirs = _class_nets_stored()
+    x0 = Fraction(CLASS["worst"]["x"][0])
+    for x in (x0, x0 - Fraction(1, 3 * 2**20), x0 + Fraction(1, 7 * 2**18)):
+        E = Fraction(point_values(theirs, [x])[0].upper().str(40, radius=False))
+        old = ctx.prec
+        ctx.prec = prec
+        try:
+            up = Fraction(mine.upper([x], [x + Fraction(1, 2**40)]).str(40, radius=False))
+        finally:
+            ctx.prec = old
+        assert E <= up <= E + Fraction(1, 10**3)
+
+
+def test_class_bound_on_the_whole_cube_is_the_largest_bracket():
+    """On [0,1] every cap is about 1, so the greedy pivot is the largest item and the bound is at
+    most max_k A_k = C_H * 7/8 + B l_k (the centres are 1/8, 3/8, 5/8, 7/8), while a pivot taken
+    further down would add every cap's excess."""
+    mine, _ = _class_nets_stored()
+    with _prec():
+        up = Fraction(mine.upper([Fraction(0)], [Fraction(1)]).str(40, radius=False))
+    top = Fraction(7, 8) + max(Fraction(v.str(40, radius=False)) for v in mine.B_ell)
+    assert Fraction(7, 8) <= up <= top + Fraction(1, 10**30)
+
+
+def test_class_centres_of_a_square_grid():
+    """d = 2: P = m^2 tokens, centres in product order, the first coordinate slowest (symbounds'
+    own construction at eps = 1/2, C_H = 2, B = 2)."""
+    from symbounds.papers.shi_liao.class_certificate import class_model
+    from symbounds.papers.shi_liao.constants import Instance
+
+    from symbounds_kernel.holder import ClassNet
+
+    mj, _, K = class_model(Instance(d=2, eps=Fraction(1, 2)))
+    with _prec():
+        mine = ClassNet(mj, 2, Fraction(1), Fraction(2), Fraction(2))
+    assert [tuple(c) for c in mine.centres] == [tuple(Fraction(str(v)) for v in c) for c in K.centres]
+    assert len(mine.centres) == len(mj["embedding"]["base"][0]) > 4
+
+
+def test_class_shape_message_is_exact_and_p_heads_are_enough():
+    cert = _class_exact(lambda c: c["model"]["layers"].pop())
+    cert["model_sha256"] = hashlib.sha256(json.dumps(cert["model"], sort_keys=True, separators=(",", ":")).encode()
+                                          ).hexdigest()
+    with pytest.raises(read.Rejected, match=r"^model: not the two blocks of \[SL26\] on a grid of P = m\^d tokens$"):
+        _check(cert)
+    # exactly P heads in layer 1 (the indicator and position heads dropped) pass the shape check
+    cert = _class_exact(lambda c: [c["model"]["layers"][0]["heads"].pop() for _ in range(2)])
+    cert["model_sha256"] = hashlib.sha256(json.dumps(cert["model"], sort_keys=True, separators=(",", ":")).encode()
+                                          ).hexdigest()
+    with pytest.raises(read.Rejected) as e:
+        _check(cert)
+    assert "not the two blocks" not in str(e.value)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m["layers"][2].update(tau="2"),  # the layer-2 scores halved
+    lambda m: m["layers"][0].update(tau="2"),  # layer 1's scores halved (its weights change)
+    lambda m: m["layers"][1]["b2"].__setitem__(2, "1/1000"),  # the indicator row (the query) shifted
+])
+def test_class_scores_of_edited_models_agree_with_symbounds(edit):
+    cert = copy.deepcopy(CLASS)
+    edit(cert["model"])
+    mine, theirs = _class_nets(cert)
+    base, _ = _class_nets_stored()
+    assert any(abs(float((x - y).mid())) > 1e-6 for x, y in zip(mine.b, base.b))  # the edit matters
+    for k in range(len(theirs.b)):
+        assert abs(float((mine.b[k] - theirs.b[k]).mid())) < 1e-30
+        assert abs(float((mine.a[0][k] - theirs.A[k][0]).mid())) < 1e-30
+
+
+def test_class_bracket_is_capped_at_2B():
+    """With B = 1/4 the bracket min(C_H |x - c|, 2B) is capped at 1/2 < 7/8 on the whole cube."""
+    from symbounds_kernel.holder import ClassNet
+
+    with _prec():
+        net = ClassNet(CLASS["model"], 1, Fraction(1), Fraction(1), Fraction(1, 4))
+        up = Fraction(net.upper([Fraction(0)], [Fraction(1)]).str(40, radius=False))
+    assert Fraction(1, 2) <= up <= Fraction(1, 2) + max(Fraction(v.str(40, radius=False)) for v in net.B_ell) + Fraction(1, 10**30)
+
+
+def test_class_bracket_with_alpha_below_1():
+    """alpha = 1/2: on the whole cube the bound is the largest bracket C_H (7/8)^(1/2) (+ B l_k)."""
+    from symbounds_kernel.holder import ClassNet
+
+    with _prec():
+        net = ClassNet(CLASS["model"], 1, Fraction(1, 2), Fraction(1), Fraction(1))
+        up = net.upper([Fraction(0)], [Fraction(1)])
+    root = mpmath.sqrt(mpmath.mpf(7) / 8)
+    ell = max(float(Fraction(v.str(40, radius=False))) for v in net.B_ell)
+    assert root <= mpmath.mpf(up.str(40, radius=False)) <= root + ell + 1e-30
+
+
+def test_shown_is_six_digits_rounded_up():
+    assert str(verify.shown(Fraction(1, 3))) == "0.333334"
+    assert str(verify.shown(Fraction(2, 3))) == "0.666667"
+    assert str(verify.shown(Fraction(5, 4))) == "1.25"
+
+
+def test_taylor_rests_are_carried_and_reciprocal_ranges_checked():
+    """Products carry both rests (``(1 +- 1/2)^2`` reaches 9/4); ``1/t`` on a negative range bounds
+    its second derivative at the end nearest 0; a range touching 0 is refused by name."""
+    h = [arb(1)]
+    half = taylor.TM(arb(1), [arb(0)], arb(1) / 2)
+    assert taylor.enclosure(taylor.mul(half, half, h), h).contains(arb(9) / 4)
+    neg = taylor.TM(arb(-2), [arb(1)], arb(0))  # t in [-3, -1]
+    inv = taylor.recip(neg, h)
+    assert inv.c + inv.g[0] * 1 - inv.r <= -1 and taylor.enclosure(inv, h).contains(-1)
+    for t in (taylor.TM(arb(1), [arb(1)], arb(0)), taylor.TM(arb(-1), [arb(1)], arb(0))):  # [0, 2], [-2, 0]
+        with pytest.raises(ArithmeticError, match=r"^a reciprocal of a range containing 0$"):
+            taylor.recip(t, h)

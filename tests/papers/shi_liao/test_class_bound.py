@@ -239,6 +239,9 @@ def test_default_class_certificate_is_proved_and_checks(certified):
     assert Fraction(cert["max_bound"]) <= Fraction(1, 10)
     info = check_class_certificate(cert)
     assert info["boxes"] == len(cert["boxes"])
+    import symbounds_kernel  # the independent checker accepts it too
+
+    assert symbounds_kernel.check(copy.deepcopy(cert)).startswith(f"{len(cert['boxes'])} boxes cover [0,1]^1")
     # the two sides: sup E is about C_H / (2m) = 1/40 at the default instance
     lo, hi = Fraction(cert["worst"]["lower"]), Fraction(cert["max_bound"])
     assert lo <= hi <= lo * Fraction(1001, 1000) + Fraction(1, 10**9)
@@ -316,18 +319,31 @@ def test_tampered_class_certificates_are_rejected(certified):
     _rejected(c, "unknown field")
 
 
-def test_check_command_accepts_and_rejects(certified, tmp_path, capsys):
+def test_check_command_accepts_and_rejects(certified, tmp_path, capsys, monkeypatch):
     cert, _ = certified
     p = tmp_path / "class.json"
     p.write_text(json.dumps(cert))
     code, out, _ = run_cli(capsys, "check", str(p), "--quiet")
     assert code == 0 and "class certificate valid" in out
+    assert f"independent kernel: accepted: {len(cert['boxes'])} boxes cover [0,1]^1; for every g of the class" in out
     bad = copy.deepcopy(cert)
     bad["boxes"][0]["bound"] = "0"
     bad["max_bound"] = str(max(Fraction(b["bound"]) for b in bad["boxes"]))
     p.write_text(json.dumps(bad))
-    code, _, err = run_cli(capsys, "check", str(p), "--quiet")
-    assert code == 1 and "rejected" in err
+    code, out, err = run_cli(capsys, "check", str(p), "--quiet")
+    assert code == 1 and "rejected" in err and len(err.strip().splitlines()) == 1
+    assert "independent kernel: rejected: box 0: the kernel cannot bound E" in out
+    # the kernel alone rejecting is enough: the full check passes a bound the kernel refuses
+    import symbounds_kernel
+
+    def refuse(cert, progress=None):
+        raise symbounds_kernel.Rejected("no")
+
+    p.write_text(json.dumps(cert))
+    monkeypatch.setattr(symbounds_kernel, "check", refuse)
+    code, out, err = run_cli(capsys, "check", str(p), "--quiet")
+    assert code == 1 and "class certificate valid" in out and "independent kernel: rejected: no" in out
+    assert err.strip() == "symbounds: certificate rejected by the independent kernel: no"
 
 
 def test_holder_class_flag_refuses_a_target(capsys):
