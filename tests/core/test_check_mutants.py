@@ -186,3 +186,70 @@ def test_a_box_recording_eps_itself_is_accepted(cert):
     ok = _with_bounds(cert, lambda j, bd: EPS if j == 7 else bd)
     assert F(ok["max_bound"]) == EPS
     assert check_certificate(ok)["max_bound"] == str(EPS)
+
+
+# ------------------------------------------------------------------------------------------
+# the end of the check: its progress, the target's grid checks, errors raised inside it
+
+
+def _rebuild_with(results):
+    """The model certificate's rebuild, with the grid-check ``results`` of a construction."""
+    from symbounds.core.bound import rebuild
+
+    def rb(cert, d, eps, target, model_prec, prec):
+        mj, _ = rebuild(cert, d, eps, target, model_prec, prec)
+        return mj, results
+    return rb
+
+
+def test_check_reports_its_progress_after_every_batch(cert):
+    from symbounds.core.certificate import check_certificate as check_core
+
+    calls = []
+    out = check_core(cert, _rebuild_with([]), progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(BATCH, N_BOXES), (2 * BATCH, N_BOXES), (N_BOXES, N_BOXES)]
+    assert out == {"boxes": N_BOXES, "max_bound": cert["max_bound"], "eps": "3/5", "d": 1}
+
+
+def test_a_refuted_grid_check_of_the_target_rejects_the_certificate(cert):
+    """A construction whose re-run grid check of the target is refuted: the certificate is
+    rejected, naming the assumption; an undecided or proved one is no reason to reject."""
+    from types import SimpleNamespace
+
+    from symbounds.core.certificate import check_certificate as check_core
+
+    c = copy.deepcopy(cert)
+    c["assumptions"] = [{"id": "A1", "statement": "s1", "verdict": "proved"},
+                        {"id": "A2", "statement": "s2", "verdict": "refuted"}]
+    res = [SimpleNamespace(id="A1", statement="s1", verdict="proved"),
+           SimpleNamespace(id="A2", statement="s2", verdict="refuted")]
+    with pytest.raises(CertificateError) as info:
+        check_core(c, _rebuild_with(res))
+    assert str(info.value) == "the target violates assumption A2: s2"
+    c["assumptions"][1]["verdict"] = res[1].verdict = "undecided"
+    assert check_core(c, _rebuild_with(res))["boxes"] == N_BOXES
+
+
+@pytest.mark.parametrize("exc, message", [
+    (ValueError("first line\nsecond line"), "first line"), (ValueError(), "ValueError"),
+    (TypeError("a list is not a number"), "a list is not a number"), (TypeError(""), "TypeError"),
+])
+def test_an_error_inside_the_check_is_one_line_naming_it(cert, exc, message):
+    from symbounds.core.certificate import check_certificate as check_core
+    from symbounds.core.modelfile import ModelFileError
+
+    def rb(*args):
+        raise exc
+
+    with pytest.raises(CertificateError) as info:
+        check_core(cert, rb)
+    assert str(info.value) == message and info.value.__suppress_context__ and info.value.__cause__ is None
+    with pytest.raises(CertificateError) as info:
+        check_core(cert, lambda *a: (_ for _ in ()).throw(ModelFileError("model: layers[0]: no 'W1'")))
+    assert str(info.value) == "model: layers[0]: no 'W1'"
+    own = CertificateError("the construction's own reason")
+    with pytest.raises(CertificateError) as info:
+        check_core(cert, lambda *a: (_ for _ in ()).throw(own))
+    assert info.value is own
+    with pytest.raises(ZeroDivisionError):  # not a bad certificate: an internal error, not hidden
+        check_core(cert, lambda *a: 1 / 0)
