@@ -277,6 +277,20 @@ def test_termwise_products_refuse_a_possible_int64_overflow():
         ss._mul(two, two_, 2)
     one = tuple(np.array([[a]], np.int64) for a in (0, 2**28, 0))
     ss._mul(two, one, 2)
+    # the term count is the last axis of a batch of any rank: 4 rows of one term are not 4 terms
+    rows = tuple(np.full((1, 4, 1, 1), v, np.int64) for v in (0, 2**29, 0))
+    single = tuple(np.full((1, 1, 1, 1), v, np.int64) for v in (0, 2**29, 0))
+    ss._mul(rows, single, 2)
+    terms = tuple(np.full((1, 1, 1, 4), v, np.int64) for v in (0, 2**29, 0))
+    with pytest.raises(ss._NoForm):
+        ss._mul(terms, single, 2)
+    with pytest.raises(ss._NoForm):
+        ss._mul(single, terms, 2)
+    # a zero batch bounds nothing: times a huge one it is not refused
+    zero = _one(0, 0, 0)
+    for big in (_one(0, 2**59, 0), _one(0, 0, 2**59)):
+        ss._mul(zero, big, 2)
+        ss._mul(big, zero, 2)
     # empty batches are fine
     empty = tuple(np.zeros((0, 1), np.int64) for _ in range(3))
     assert ss._mul(empty, empty, 2)[0].shape == (0, 1)
@@ -588,8 +602,9 @@ def test_structure_declines_what_it_does_not_handle():
     # an angle whose denominator makes L above 2^30
     far = _head([[0, cospi(Rational(1, 2**31)), 0]], [[0, 0, 1]])
     assert ss.structure(Attention((far,), "softmax", Integer(0)), tokens, [0]) is None
-    near = _head([[0, cospi(Rational(1, 2**28)), 0]], [[0, 0, 1]])
-    assert ss.structure(Attention((near,), "softmax", Integer(0)), tokens, [0]) is not None
+    near = _head([[0, cospi(Rational(1, 2**30)), 0]], [[0, 0, 1]])  # L = 2^30 exactly
+    S = ss.structure(Attention((near,), "softmax", Integer(0)), tokens, [0])
+    _check_structure(S, Attention((near,), "softmax", Integer(0)), tokens, [0])
     # the is_zero given decides the rows read: a weight it calls zero is not read
     S = ss.structure(Attention((good,), "softmax", Integer(0)), tokens, [0], is_zero=lambda v: True)
     assert S is None
