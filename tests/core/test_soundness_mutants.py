@@ -401,3 +401,23 @@ def test_readout_pruning_stops_at_the_last_attention_behind_a_final_ffn():
     assert needed_rows(model) == {2: (0,), 1: (0,)}
     for x in (F(1, 3), F(1)):
         assert fr(forward(ExactContext(), model, [x])) == x
+
+
+def test_the_error_bound_over_a_box_is_exact_above_and_none_when_not_finite():
+    """``_error_bound``: the upper end of ``|T - g(box)|`` for an enclosure ``T``, or None (the box
+    then goes to another pass or is split) when that is not finite, never an exception."""
+    import flint
+
+    from symbounds.core.boxes import Box, _error_bound, _float_box_bound
+    from symbounds.core.expr import parse_target, variables
+
+    ball = BallContext(64)
+    xs, g = variables(1), parse_target("3*x1/2", 1)
+    box = Box((F(0),), (F(1, 2),))  # g(box) = [0, 3/4]
+    with ball.scope():
+        assert _error_bound(ball, g, xs, box, flint.arb(0, "inf")) is None
+        assert _error_bound(ball, g, xs, box, flint.arb("nan")) is None
+        e = _error_bound(ball, g, xs, box, ball.convert(F(1)))  # |1 - [0, 3/4]| <= 1
+        assert 1 <= e <= 1 + F(1, 2**50)
+    e = _float_box_bound(ball, g, xs, box, -0.25, 0.0)  # |[-1/4, 0] - [0, 3/4]| <= 1
+    assert 1 <= e <= 1 + F(1, 2**50)
