@@ -253,3 +253,19 @@ def test_an_error_inside_the_check_is_one_line_naming_it(cert, exc, message):
     assert info.value is own
     with pytest.raises(ZeroDivisionError):  # not a bad certificate: an internal error, not hidden
         check_core(cert, lambda *a: 1 / 0)
+
+
+def test_a_bound_below_the_recomputed_one_is_named_with_both_numbers(cert):
+    """The last box (sup of ``x / 2`` exactly 1/2) recording 0: the message gives the recomputed
+    bound rounded up and the recorded one rounded down, to 6 digits."""
+    import re
+
+    bad = _with_bounds(cert, lambda j, bd: F(0) if j == N_BOXES - 1 else bd)
+    with pytest.raises(CertificateError) as info:
+        check_certificate(bad)
+    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d*, above the recorded 0", str(info.value))
+    bad = _with_bounds(cert, lambda j, bd: F(3, 7) if j == N_BOXES - 1 else bd)  # 3/7 = 0.4285714...
+    with pytest.raises(CertificateError) as info:
+        check_certificate(bad)
+    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d*, above the recorded 0\.428571",
+                        str(info.value))

@@ -629,3 +629,16 @@ def test_monomials_of_W_Q_and_W_K_multiply():
     assert (S.cls[0] == S.cls[1]).all() and (S.cls[0] == S.cls[4]).all()
     assert not set(S.cls[2].tolist()) & set(S.cls[0].tolist())
     assert not set(S.cls[3].tolist()) & set(S.cls[0].tolist())
+
+
+def test_a_head_with_a_zero_query_or_key_scores_zero():
+    """A head whose ``W_Q`` (or ``W_K``) is zero on every row read, beside heads that read those
+    rows: its query functionals are all zero, one class with the zero scores of every other head."""
+    n = 4
+    tokens = _tokens(n)
+    good = _head([[0, A, 0]], [[0, 0, 1]])
+    for zero in (_head([[0, 0, 0]], [[0, 1, 0]]), _head([[0, 1, 0]], [[0, 0, 0]]), _head([[0, 0, 0]], [[0, 0, 0]])):
+        layer = Attention((good, zero), "softmax", Integer(0))
+        S = ss.structure(layer, tokens, [0, 1])
+        _check_structure(S, layer, tokens, [0, 1])
+        assert len(set(S.cls[1].tolist())) == 1

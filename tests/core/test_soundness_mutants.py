@@ -421,3 +421,19 @@ def test_the_error_bound_over_a_box_is_exact_above_and_none_when_not_finite():
         assert 1 <= e <= 1 + F(1, 2**25)  # (Arb keeps radii to 30 bits)
     e = _float_box_bound(ball, g, xs, box, -0.25, 0.0)  # |[-1/4, 0] - [0, 3/4]| <= 1
     assert 1 <= e <= 1 + F(1, 2**25)  # (Arb keeps radii to 30 bits)
+
+
+def test_the_centre_verdict_is_on_the_distance_of_T_from_g():
+    """``_centre_verdict``: ``|T(c) - g(c)| > eps`` proved (the enclosure's text, a counterexample),
+    disproved (False) or undecided (None), for ``T(c)`` in ``[lo, hi]``; here ``g = 3 x / 2`` at
+    ``c = 1/2`` is ``3/4`` and ``T(c) = 1/2``: the distance is ``1/4`` (``|T + g| = 5/4``)."""
+    from symbounds.core.boxes import _centre_verdict
+    from symbounds.core.expr import parse_target, variables
+
+    ball = BallContext(64)
+    xs, g, c = variables(1), parse_target("3*x1/2", 1), (F(1, 2),)
+    assert isinstance(_centre_verdict(ball, g, xs, c, 0.5, 0.5, F(1, 5)), str)
+    assert _centre_verdict(ball, g, xs, c, 0.5, 0.5, F(1, 3)) is False
+    assert _centre_verdict(ball, g, xs, c, 0.25, 0.75, F(1, 5)) is None  # distance in [0, 1/2]
+    assert _centre_verdict(ball, g, xs, c, 1.0, 1.0, F(1, 3)) is False  # T above g: |1 - 3/4| = 1/4
+    assert isinstance(_centre_verdict(ball, g, xs, c, 1.25, 1.25, F(1, 3)), str)
