@@ -269,3 +269,24 @@ def test_a_bound_below_the_recomputed_one_is_named_with_both_numbers(cert):
         check_certificate(bad)
     assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d*, above the recorded 0\.428571",
                         str(info.value))
+
+
+def test_a_box_that_cannot_be_enclosed_again_is_named(cert, monkeypatch):
+    """A box whose bound the check cannot recompute (both passes fail: forced here, on box 3 of
+    the first batch; this model can always be enclosed) is a reason to reject, said as such."""
+    from symbounds.core import certificate as C
+    from symbounds.core.exact import decimal_down
+
+    real = C.box_bounds
+    calls = []
+
+    def fails_on_box_3(*args, **kw):
+        out = real(*args, **kw)
+        calls.append(len(out))
+        return [None if (len(calls), i) == (1, 3) else v for i, v in enumerate(out)]
+
+    monkeypatch.setattr(C, "box_bounds", fails_on_box_3)
+    with pytest.raises(CertificateError) as info:
+        check_certificate(cert)
+    recorded = decimal_down(F(cert["boxes"][3]["bound"]), 6)
+    assert str(info.value) == f"box 3: the recomputed bound cannot be enclosed, above the recorded {recorded}"
