@@ -437,3 +437,16 @@ def test_the_centre_verdict_is_on_the_distance_of_T_from_g():
     assert _centre_verdict(ball, g, xs, c, 0.25, 0.75, F(1, 5)) is None  # distance in [0, 1/2]
     assert _centre_verdict(ball, g, xs, c, 1.0, 1.0, F(1, 3)) is False  # T above g: |1 - 3/4| = 1/4
     assert isinstance(_centre_verdict(ball, g, xs, c, 1.25, 1.25, F(1, 3)), str)
+
+
+def test_a_violation_is_written_with_20_digits_and_its_radius():
+    """``_violation``: the counterexample's error as Arb writes it to 20 digits with its radius
+    (what a refuted certificate records), False when ``<= eps`` is proved, None when undecided."""
+    from symbounds.core.boxes import _violation
+
+    ball = BallContext(64)
+    with ball.scope():
+        third = ball.convert(F(1, 3))  # 1/3 at 64 bits: 19 digits are certain
+        assert _violation(third, ball.convert(F(1, 4))) == "[0.3333333333333333333 +/- 4.24e-20]"
+        assert _violation(third, ball.convert(F(1, 2))) is False
+        assert _violation(ball.interval(F(1, 5), F(1, 2)), ball.convert(F(1, 3))) is None
