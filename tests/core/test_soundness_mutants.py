@@ -450,3 +450,6 @@ def test_a_violation_is_written_with_20_digits_and_its_radius():
         assert _violation(third, ball.convert(F(1, 4))) == "[0.3333333333333333333 +/- 4.24e-20]"
         assert _violation(third, ball.convert(F(1, 2))) is False
         assert _violation(ball.interval(F(1, 5), F(1, 2)), ball.convert(F(1, 3))) is None
+    fine = BallContext(128)
+    with fine.scope():  # at 128 bits 20 digits (twenty 3s), not more
+        assert _violation(fine.convert(F(1, 3)), fine.convert(F(1, 4))) == "[0.33333333333333333333 +/- 3.34e-21]"
