@@ -449,6 +449,8 @@ def test_a_violation_is_written_with_20_digits_and_its_radius():
         third = ball.convert(F(1, 3))  # 1/3 at 64 bits: 19 digits are certain
         assert _violation(third, ball.convert(F(1, 4))) == "[0.3333333333333333333 +/- 4.24e-20]"
         assert _violation(third, ball.convert(F(1, 2))) is False
+        quarter = ball.convert(F(1, 4))
+        assert _violation(quarter, ball.convert(F(1, 4))) is False  # err = eps exactly: not a violation
         assert _violation(ball.interval(F(1, 5), F(1, 2)), ball.convert(F(1, 3))) is None
     fine = BallContext(128)
     with fine.scope():  # at 128 bits 20 digits (twenty 3s), not more
