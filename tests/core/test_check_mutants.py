@@ -263,11 +263,11 @@ def test_a_bound_below_the_recomputed_one_is_named_with_both_numbers(cert):
     bad = _with_bounds(cert, lambda j, bd: F(0) if j == N_BOXES - 1 else bd)
     with pytest.raises(CertificateError) as info:
         check_certificate(bad)
-    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d{0,5}, above the recorded 0", str(info.value))
+    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d{{0,5}}, above the recorded 0", str(info.value))
     bad = _with_bounds(cert, lambda j, bd: F(3, 7) if j == N_BOXES - 1 else bd)  # 3/7 = 0.4285714...
     with pytest.raises(CertificateError) as info:
         check_certificate(bad)
-    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d{0,5}, above the recorded 0\.428571",
+    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d{{0,5}}, above the recorded 0\.428571",
                         str(info.value))
 
 
