@@ -644,12 +644,14 @@ def test_a_head_with_a_zero_query_or_key_scores_zero():
         assert len(set(S.cls[1].tolist())) == 1
 
 
-def test_scores_beyond_float_precision_are_told_apart():
-    """Tokens ``2^28 + 1``, ``2^28 - 1``, ``2^28`` and the score ``t_j t_k``: ``(2^28 + 1)(2^28 - 1)
-    = 2^56 - 1`` and ``2^28 2^28 = 2^56`` are one double but two scores (integer arithmetic
-    throughout, no float64 anywhere)."""
+@pytest.mark.parametrize("unit", [Integer(1), sinpi(Rational(1, 4))], ids=["real", "imaginary"])
+def test_scores_beyond_float_precision_are_told_apart(unit):
+    """Tokens ``2^28 + 1``, ``2^28 - 1``, ``2^28`` (times ``sin(pi/4)``, whose exact form has only
+    imaginary coefficients) and the score ``t_j t_k``: ``(2^28 + 1)(2^28 - 1) = 2^56 - 1`` and
+    ``2^28 2^28 = 2^56`` are one double but two scores (integer arithmetic throughout, no float64
+    anywhere)."""
     a = 2**28
-    tokens = [[Integer(a + 1), Integer(a - 1), Integer(a)]]
+    tokens = [[Integer(a + 1) * unit, Integer(a - 1) * unit, Integer(a) * unit]]
     layer = Attention((_head([[1]], [[1]]),), "softmax", Integer(0))
     S = ss.structure(layer, tokens, [0])
     _check_structure(S, layer, tokens, [0])
