@@ -455,3 +455,20 @@ def test_a_violation_is_written_with_20_digits_and_its_radius():
     fine = BallContext(128)
     with fine.scope():  # at 128 bits 20 digits (twenty 3s), not more
         assert _violation(fine.convert(F(1, 3)), fine.convert(F(1, 4))) == "[0.33333333333333333333 +/- 3.34e-21]"
+
+
+def test_centre_verdicts_find_a_violation_on_either_side_of_the_target():
+    """``_centre_verdicts`` sends a centre to balls when the float lower end of ``|T - g|`` is
+    above the limit: with ``T(c)`` above ``g(c)`` (``1/2`` against ``-1/4``) and below it
+    (``-1/2`` against ``1/4``) the distance is ``3/4 > 1/2``, a counterexample each time; ``1/4``
+    is within ``1/2`` (False); the estimates are the distances of the midpoints."""
+    from symbounds.core.boxes import _centre_verdicts
+    from symbounds.core.expr import parse_target, variables
+    from symbounds.core.float_target import compile_target
+
+    ball, xs, c = BallContext(64), variables(1), (F(1, 2),)
+    for text, t, want in (("3*x1/2 - 1", 0.5, str), ("3*x1/2 - 1/2", -0.5, str), ("3*x1/2 - 1/2", 0.5, bool)):
+        g = parse_target(text, 1)
+        verdicts, est = _centre_verdicts(ball, g, xs, compile_target(g, 1), [c], [t], [t], [F(1, 2)])
+        assert isinstance(verdicts[0], want) and (want is str or verdicts[0] is False), (text, t, verdicts)
+        assert abs(est[0] - (0.75 if want is str else 0.25)) < 1e-12
