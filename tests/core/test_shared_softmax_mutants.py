@@ -128,6 +128,8 @@ _EXPRS = [
     cospi(Rational(1, 8)) ** 3, (A * sinpi(Rational(3, 8))) ** 2, A ** 2,
     sympy.Mul(2, cospi(Rational(1, 4)), sinpi(Rational(1, 4)), evaluate=False),
     sympy.Add(sinpi(Rational(1, 4)), -sinpi(Rational(1, 4)), evaluate=False),
+    sympy.sin(Rational(9, 4) * sympy.pi, evaluate=False), sympy.cos(Rational(-7, 3) * sympy.pi, evaluate=False),
+    sympy.sin(Rational(11, 4) * sympy.pi, evaluate=False),
 ]
 
 
