@@ -166,6 +166,11 @@ def test_exact_forms_written_out():
     assert ss._form(A * B * 2) == (A * B, {z: (Fraction(2), z)})
     assert ss._form(A ** 3) == (A ** 3, {z: (Fraction(1), z)})
     assert ss._form(A * 0 + 3) == (1, {z: (Fraction(3), z)})
+    # a sum of zero terms is 0 with the monomial 1; a power written out with exponent 1
+    zeros = sympy.Add(sympy.Mul(0, A, evaluate=False), sympy.Mul(0, B, evaluate=False), evaluate=False)
+    assert ss._form(zeros) == (1, {})
+    assert ss._form(sympy.Mul(3, zeros, evaluate=False)) == (1, {})
+    assert ss._form(sympy.Pow(A, 1, evaluate=False)) == (A, {z: (Fraction(1), z)})
     # a sum whose first term is zero keeps the monomial of the others
     assert ss._form(sympy.Add(sympy.Mul(0, B, evaluate=False), A, evaluate=False)) == (A, {z: (Fraction(1), z)})
 
