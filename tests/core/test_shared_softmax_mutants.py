@@ -370,6 +370,17 @@ def test_canonical_rows_edge_cases():
     for R, I in (([[lim, 0]], [[0, 0]]), ([[0, 0]], [[0, -lim]]), ([[0, -lim]], [[0, 0]])):
         with pytest.raises(ss._NoForm):
             ss._canon(np.array([[0, 1]]), np.array(R), np.array(I), 4, 2)
+    # the limit is 2^62 // T exactly (integers): one term may reach 2^62 - 1 ...
+    ss._canon(np.array([[0]]), np.array([[ss._LIMIT - 1]]), np.array([[0]]), 4, 1)
+    for T in (3, 5):  # ... and T terms just below 2^62 // T, whatever the double nearest 2^62 / T
+        z = np.zeros((1, T), np.int64)
+        E = np.arange(T, dtype=np.int64)[None, :]
+        ok, over = z.copy(), z.copy()
+        ok[0, 0], over[0, 0] = ss._LIMIT // T - 1, ss._LIMIT // T
+        ss._canon(E, ok, z, 2 * T, T)
+        ss._canon(E, z, ok, 2 * T, T)
+        with pytest.raises(ss._NoForm):
+            ss._canon(E, over, z, 2 * T, T)
     # the rotation by i moves an imaginary coefficient into the real part before the check
     with pytest.raises(ss._NoForm):
         ss._canon(np.array([[2, 1]]), np.array([[0, 0]]), np.array([[lim, 0]]), 4, 2)
