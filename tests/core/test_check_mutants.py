@@ -186,3 +186,107 @@ def test_a_box_recording_eps_itself_is_accepted(cert):
     ok = _with_bounds(cert, lambda j, bd: EPS if j == 7 else bd)
     assert F(ok["max_bound"]) == EPS
     assert check_certificate(ok)["max_bound"] == str(EPS)
+
+
+# ------------------------------------------------------------------------------------------
+# the end of the check: its progress, the target's grid checks, errors raised inside it
+
+
+def _rebuild_with(results):
+    """The model certificate's rebuild, with the grid-check ``results`` of a construction."""
+    from symbounds.core.bound import rebuild
+
+    def rb(cert, d, eps, target, model_prec, prec):
+        mj, _ = rebuild(cert, d, eps, target, model_prec, prec)
+        return mj, results
+    return rb
+
+
+def test_check_reports_its_progress_after_every_batch(cert):
+    from symbounds.core.certificate import check_certificate as check_core
+
+    calls = []
+    out = check_core(cert, _rebuild_with([]), progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(BATCH, N_BOXES), (2 * BATCH, N_BOXES), (N_BOXES, N_BOXES)]
+    assert out == {"boxes": N_BOXES, "max_bound": cert["max_bound"], "eps": "3/5", "d": 1}
+
+
+def test_a_refuted_grid_check_of_the_target_rejects_the_certificate(cert):
+    """A construction whose re-run grid check of the target is refuted: the certificate is
+    rejected, naming the assumption; an undecided or proved one is no reason to reject."""
+    from types import SimpleNamespace
+
+    from symbounds.core.certificate import check_certificate as check_core
+
+    c = copy.deepcopy(cert)
+    c["assumptions"] = [{"id": "A1", "statement": "s1", "verdict": "proved"},
+                        {"id": "A2", "statement": "s2", "verdict": "refuted"}]
+    res = [SimpleNamespace(id="A1", statement="s1", verdict="proved"),
+           SimpleNamespace(id="A2", statement="s2", verdict="refuted")]
+    with pytest.raises(CertificateError) as info:
+        check_core(c, _rebuild_with(res))
+    assert str(info.value) == "the target violates assumption A2: s2"
+    c["assumptions"][1]["verdict"] = res[1].verdict = "undecided"
+    assert check_core(c, _rebuild_with(res))["boxes"] == N_BOXES
+
+
+@pytest.mark.parametrize("exc, message", [
+    (ValueError("first line\nsecond line"), "first line"), (ValueError(), "ValueError"),
+    (TypeError("a list is not a number"), "a list is not a number"), (TypeError(""), "TypeError"),
+])
+def test_an_error_inside_the_check_is_one_line_naming_it(cert, exc, message):
+    from symbounds.core.certificate import check_certificate as check_core
+    from symbounds.core.modelfile import ModelFileError
+
+    def rb(*args):
+        raise exc
+
+    with pytest.raises(CertificateError) as info:
+        check_core(cert, rb)
+    assert str(info.value) == message and info.value.__suppress_context__ and info.value.__cause__ is None
+    with pytest.raises(CertificateError) as info:
+        check_core(cert, lambda *a: (_ for _ in ()).throw(ModelFileError("model: layers[0]: no 'W1'")))
+    assert str(info.value) == "model: layers[0]: no 'W1'"
+    own = CertificateError("the construction's own reason")
+    with pytest.raises(CertificateError) as info:
+        check_core(cert, lambda *a: (_ for _ in ()).throw(own))
+    assert info.value is own
+    with pytest.raises(ZeroDivisionError):  # not a bad certificate: an internal error, not hidden
+        check_core(cert, lambda *a: 1 / 0)
+
+
+def test_a_bound_below_the_recomputed_one_is_named_with_both_numbers(cert):
+    """The last box (sup of ``x / 2`` exactly 1/2) recording 0: the message gives the recomputed
+    bound rounded up and the recorded one rounded down, to 6 digits."""
+    import re
+
+    bad = _with_bounds(cert, lambda j, bd: F(0) if j == N_BOXES - 1 else bd)
+    with pytest.raises(CertificateError) as info:
+        check_certificate(bad)
+    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d{{0,5}}, above the recorded 0", str(info.value))
+    bad = _with_bounds(cert, lambda j, bd: F(3, 7) if j == N_BOXES - 1 else bd)  # 3/7 = 0.4285714...
+    with pytest.raises(CertificateError) as info:
+        check_certificate(bad)
+    assert re.fullmatch(rf"box {N_BOXES - 1}: the recomputed bound is 0\.5\d{{0,5}}, above the recorded 0\.428571",
+                        str(info.value))
+
+
+def test_a_box_that_cannot_be_enclosed_again_is_named(cert, monkeypatch):
+    """A box whose bound the check cannot recompute (both passes fail: forced here, on box 3 of
+    the first batch; this model can always be enclosed) is a reason to reject, said as such."""
+    from symbounds.core import certificate as C
+    from symbounds.core.exact import decimal_down
+
+    real = C.box_bounds
+    calls = []
+
+    def fails_on_box_3(*args, **kw):
+        out = real(*args, **kw)
+        calls.append(len(out))
+        return [None if (len(calls), i) == (1, 3) else v for i, v in enumerate(out)]
+
+    monkeypatch.setattr(C, "box_bounds", fails_on_box_3)
+    with pytest.raises(CertificateError) as info:
+        check_certificate(cert)
+    recorded = decimal_down(F(cert["boxes"][3]["bound"]), 6)
+    assert str(info.value) == f"box 3: the recomputed bound cannot be enclosed, above the recorded {recorded}"

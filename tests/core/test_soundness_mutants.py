@@ -401,3 +401,74 @@ def test_readout_pruning_stops_at_the_last_attention_behind_a_final_ffn():
     assert needed_rows(model) == {2: (0,), 1: (0,)}
     for x in (F(1, 3), F(1)):
         assert fr(forward(ExactContext(), model, [x])) == x
+
+
+def test_the_error_bound_over_a_box_is_exact_above_and_none_when_not_finite():
+    """``_error_bound``: the upper end of ``|T - g(box)|`` for an enclosure ``T``, or None (the box
+    then goes to another pass or is split) when that is not finite, never an exception."""
+    import flint
+
+    from symbounds.core.boxes import Box, _error_bound, _float_box_bound
+    from symbounds.core.expr import parse_target, variables
+
+    ball = BallContext(64)
+    xs, g = variables(1), parse_target("3*x1/2", 1)
+    box = Box((F(0),), (F(1, 2),))  # g(box) = [0, 3/4]
+    with ball.scope():
+        assert _error_bound(ball, g, xs, box, flint.arb(0, "inf")) is None
+        assert _error_bound(ball, g, xs, box, flint.arb("nan")) is None
+        e = _error_bound(ball, g, xs, box, ball.convert(F(1)))  # |1 - [0, 3/4]| <= 1
+        assert 1 <= e <= 1 + F(1, 2**25)  # (Arb keeps radii to 30 bits)
+    e = _float_box_bound(ball, g, xs, box, -0.25, 0.0)  # |[-1/4, 0] - [0, 3/4]| <= 1
+    assert 1 <= e <= 1 + F(1, 2**25)  # (Arb keeps radii to 30 bits)
+
+
+def test_the_centre_verdict_is_on_the_distance_of_T_from_g():
+    """``_centre_verdict``: ``|T(c) - g(c)| > eps`` proved (the enclosure's text, a counterexample),
+    disproved (False) or undecided (None), for ``T(c)`` in ``[lo, hi]``; here ``g = 3 x / 2`` at
+    ``c = 1/2`` is ``3/4`` and ``T(c) = 1/2``: the distance is ``1/4`` (``|T + g| = 5/4``)."""
+    from symbounds.core.boxes import _centre_verdict
+    from symbounds.core.expr import parse_target, variables
+
+    ball = BallContext(64)
+    xs, g, c = variables(1), parse_target("3*x1/2", 1), (F(1, 2),)
+    assert isinstance(_centre_verdict(ball, g, xs, c, 0.5, 0.5, F(1, 5)), str)
+    assert _centre_verdict(ball, g, xs, c, 0.5, 0.5, F(1, 3)) is False
+    assert _centre_verdict(ball, g, xs, c, 0.25, 0.75, F(1, 5)) is None  # distance in [0, 1/2]
+    assert _centre_verdict(ball, g, xs, c, 1.0, 1.0, F(1, 3)) is False  # T above g: |1 - 3/4| = 1/4
+    assert isinstance(_centre_verdict(ball, g, xs, c, 1.25, 1.25, F(1, 3)), str)
+
+
+def test_a_violation_is_written_with_20_digits_and_its_radius():
+    """``_violation``: the counterexample's error as Arb writes it to 20 digits with its radius
+    (what a refuted certificate records), False when ``<= eps`` is proved, None when undecided."""
+    from symbounds.core.boxes import _violation
+
+    ball = BallContext(64)
+    with ball.scope():
+        third = ball.convert(F(1, 3))  # 1/3 at 64 bits: 19 digits are certain
+        assert _violation(third, ball.convert(F(1, 4))) == "[0.3333333333333333333 +/- 4.24e-20]"
+        assert _violation(third, ball.convert(F(1, 2))) is False
+        quarter = ball.convert(F(1, 4))
+        assert _violation(quarter, ball.convert(F(1, 4))) is False  # err = eps exactly: not a violation
+        assert _violation(ball.interval(F(1, 5), F(1, 2)), ball.convert(F(1, 3))) is None
+    fine = BallContext(128)
+    with fine.scope():  # at 128 bits 20 digits (twenty 3s), not more
+        assert _violation(fine.convert(F(1, 3)), fine.convert(F(1, 4))) == "[0.33333333333333333333 +/- 3.34e-21]"
+
+
+def test_centre_verdicts_find_a_violation_on_either_side_of_the_target():
+    """``_centre_verdicts`` sends a centre to balls when the float lower end of ``|T - g|`` is
+    above the limit: with ``T(c)`` above ``g(c)`` (``1/2`` against ``-1/4``) and below it
+    (``-1/2`` against ``1/4``) the distance is ``3/4 > 1/2``, a counterexample each time; ``1/4``
+    is within ``1/2`` (False); the estimates are the distances of the midpoints."""
+    from symbounds.core.boxes import _centre_verdicts
+    from symbounds.core.expr import parse_target, variables
+    from symbounds.core.float_target import compile_target
+
+    ball, xs, c = BallContext(64), variables(1), (F(1, 2),)
+    for text, t, want in (("3*x1/2 - 1", 0.5, str), ("3*x1/2 - 1/2", -0.5, str), ("3*x1/2 - 1/2", 0.5, bool)):
+        g = parse_target(text, 1)
+        verdicts, est = _centre_verdicts(ball, g, xs, compile_target(g, 1), [c], [t], [t], [F(1, 2)])
+        assert isinstance(verdicts[0], want) and (want is str or verdicts[0] is False), (text, t, verdicts)
+        assert abs(est[0] - (0.75 if want is str else 0.25)) < 1e-12
