@@ -890,3 +890,79 @@ def test_prefix_followed_by_a_head_with_three_value_rows():
     assert model.affine_prefix() == 2
     boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
     _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+# ------------------------------------------------------------------------------------------
+# found by the fourth mutation pass (docs/mutation-testing.md): with the exp bounds as tight as
+# their contract allows, the rounding terms of the model's exp are the whole margin
+
+
+def _directed_exp(upper: bool):
+    """``exp_upper`` (or ``exp_lower``) as tight as its contract allows: ``e^x`` rounded to the
+    next double above (below), from a 300-bit ball."""
+    def bound(x):
+        x = np.asarray(x, dtype=np.float64)
+        out = np.empty(x.shape)
+        with flint.ctx.workprec(300):
+            for i, v in np.ndenumerate(x):
+                e = arb(exact(v)).exp()
+                f = float(e.mid())
+                while not (arb(exact(f)) >= e if upper else arb(exact(f)) <= e):
+                    f = float(np.nextafter(f, np.inf if upper else -np.inf))
+                out[i] = f
+        return out
+    return bound
+
+
+def test_exp_of_an_interval_contains_its_image_with_exp_bounds_one_ulp_wide(monkeypatch):
+    """``exp`` of an interval ``c +- r`` with ``exp_lower``/``exp_upper`` one ulp outside
+    ``e^(c-r)`` and ``e^(c+r)``: the midpoint's rounding (``err`` of the centre) is then part of
+    the margin, and ``[c - R, c + R]`` must still contain both ends exactly."""
+    monkeypatch.setattr(fo, "exp_lower", _directed_exp(False))
+    monkeypatch.setattr(fo, "exp_upper", _directed_exp(True))
+    rng = np.random.default_rng(44)
+    c = rng.uniform(2.0**-21, 2.0**-19, 40)[None, :]  # e^c in [1, 2): the ends one ulp (2u) apart at most
+    r = c * rng.uniform(0.05, 0.5, 40)[None, :]
+    res = _Boxes(np.zeros((1, 1))).exp(FTM(c, None, r))
+    with flint.ctx.workprec(300):
+        for k in range(c.shape[1]):
+            lo = arb(exact(c[0, k]) - exact(r[0, k])).exp()
+            hi = arb(exact(c[0, k]) + exact(r[0, k])).exp()
+            mc, mr = exact(res.c[0, k]), exact(res.r[0, k])
+            assert arb(mc - mr) <= lo and hi <= arb(mc + mr), k
+
+
+def test_exp_model_at_zero_covers_the_rounding_of_its_centre(monkeypatch):
+    """``exp`` of ``0 + g delta`` (no remainder) with the exp bounds one ulp wide: ``e^0 = 1`` is a
+    double, so ``exp_bounds`` gives ``[1, 1]`` and the enclosure of ``e^c`` has no width; the
+    model's value at the centre, ``fl(1 + t)``, must then be within its remainder of ``e^0 = 1``
+    (exactly, at ``delta = 0``, which is in every box), for every slope: the rounding of
+    ``1 + t`` is charged nowhere else."""
+    lower, upper = _directed_exp(False), _directed_exp(True)
+    monkeypatch.setattr(fo, "exp_bounds", lambda x: (lower(x), upper(x)))
+    monkeypatch.setattr(fo, "exp_upper", upper)
+    assert tuple(fo.exp_bounds(np.array([0.0]))) == (1.0, 1.0)
+    rng = np.random.default_rng(45)
+    g = np.concatenate([2.0 ** rng.uniform(-30, -1, 300), rng.uniform(0.5, 2, 50)])
+    bx = _Boxes(np.ones((1, 1)))
+    m = bx.exp(FTM(np.zeros((1, len(g))), g[None, None, :], np.zeros((1, len(g)))))
+    for k in range(len(g)):
+        assert abs(exact(m.c[0, k]) - 1) <= exact(m.r[0, k]), g[k]
+
+
+@pytest.mark.parametrize("size", [1.0, 20.0, 30.0])
+def test_softmax_of_equal_large_scores_is_tight(size):
+    """Two scores ``size (size + delta)``, equal on the whole box (of half-width ``1 / (2 size)``,
+    so each score moves by 1/2): their softmax is exactly ``(1/2, 1/2)``.  The shift by the
+    softmax-weighted gradient cancels the scores' common slope exactly, so the enclosure must be
+    as narrow as the exp bounds, even where ``e^(2 size^2)`` overflows."""
+    from symbounds.core.float_boxes import _softmax
+
+    bx = _Boxes(np.array([[0.5 / size]]))
+    Q = FTM(np.array([[[size]]]), np.array([[[[1.0]]]]), np.zeros((1, 1, 1)))
+    K = FTM(np.full((1, 1, 2), size), None, np.zeros((1, 1, 2)))
+    pi, ok = _softmax(bx, Q, K, None)
+    assert ok.all()
+    for m in range(2):
+        width = exact(pi.r[0, 0, m]) + (0 if pi.G is None else abs(exact(pi.G[0, 0, 0, m])) * exact(bx.h[0, 0]))
+        assert abs(exact(pi.c[0, 0, m]) - F(1, 2)) <= width <= F(2) ** -40, (size, m)
