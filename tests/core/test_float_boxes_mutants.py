@@ -966,3 +966,45 @@ def test_softmax_of_equal_large_scores_is_tight(size):
     for m in range(2):
         width = exact(pi.r[0, 0, m]) + (0 if pi.G is None else abs(exact(pi.G[0, 0, 0, m])) * exact(bx.h[0, 0]))
         assert abs(exact(pi.c[0, 0, m]) - F(1, 2)) <= width <= F(2) ** -40, (size, m)
+
+
+def test_sum_of_exact_terms_charges_no_more_than_its_documented_factor():
+    """``_Boxes.sum`` of ``n`` exact dyadic terms (their float sum is exact): the remainder is the
+    a-priori rounding bound alone, at most ``(2n + 24) u`` times the sum of ``|c|`` and of
+    ``|g| h`` (the ``2nu`` of the sum's error and the ``4u`` of the upward roundings)."""
+    u = F(2) ** -53
+    rng = np.random.default_rng(46)
+    for n in (30, 400):
+        c = rng.integers(1, 1000, (1, n)) / 8.0
+        G = rng.integers(1, 1000, (1, 1, n)) / 8.0
+        bx = _Boxes(np.array([[0.25]]))
+        s = bx.sum(FTM(c, G, np.zeros((1, n))), 0)
+        total = sum(exact(v) for v in c[0]) + sum(exact(v) for v in G[0, 0]) * F(1, 4)
+        assert exact(s.c[0]) == sum(exact(v) for v in c[0])
+        assert exact(s.r[0]) <= (2 * n + 24) * u * total + F(2) ** -1000, n
+
+
+@pytest.mark.parametrize("skip", [1, F(1, 2), -2])
+def test_a_feed_forward_skip_that_is_a_double_is_added(skip):
+    """``T(x) = relu(x) + s x`` with a skip weight ``s`` that is a double (so its float ball has
+    radius 0): the skip term must be in the output, whichever part of the ball is zero."""
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    ffn = FeedForward(((1,),), (0,), ((1,),), (0,), skip=skip)
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+    boxes = [Box((F(a, 4),), (F(a, 4) + F(1, 8),)) for a in (-3, 0, 2)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_reciprocal_flags_a_range_whose_end_rounds_to_zero(sign):
+    """``b = +-2 eta`` exactly (no remainder): its range rounded outward is ``[0, 4 eta]`` (or the
+    mirror image), which contains 0, so ``1/b`` must be flagged, not enclosed."""
+    b = FTM(np.array([[sign * 2.0**-1073]]), None, np.zeros((1, 1)))
+    bx = _Boxes(np.zeros((1, 1)))
+    lo, hi = bx.range(b)
+    assert (lo[0, 0] == 0.0) if sign > 0 else (hi[0, 0] == 0.0)
+    with np.errstate(all="ignore"):
+        _, ok = bx.reciprocal(b)
+    assert not ok.any()
