@@ -1008,3 +1008,24 @@ def test_reciprocal_flags_a_range_whose_end_rounds_to_zero(sign):
     with np.errstate(all="ignore"):
         _, ok = bx.reciprocal(b)
     assert not ok.any()
+
+
+def test_an_affine_prefix_whose_softmax_row_sum_underflows_is_refused():
+    """A one-input affine prefix (one attention layer, scores input independent) whose scores
+    are ``1.4e6 +- 1400`` and ``7e5 +- 700`` in the first query row (``sqrt 2`` held as a
+    10-bit ball): every lower bound ``e^(s - m - r)`` of that row underflows to 0, so the row's
+    sum has no positive lower bound and the prefix cannot be enclosed (setup raises), although
+    the kept weights (the token whose value is nonzero) are finite."""
+    import sympy
+
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Attention, Embedding, Head, Readout, Transformer
+
+    # rows: x (token 0), the value row (0 at token 0), the score row
+    head = Head(W_Q=((0, 0, 1),), W_K=((0, 0, sympy.sqrt(2)),), W_V=((0, 1, 0),), W_O=((1,), (0,), (0,)))
+    emb = Embedding(base=((0, 0), (0, 1), (1000, 500)), E=((1,), (0,), (0,)), column=0)
+    model = Transformer(layers=(Attention((head,), "softmax", skip=1),), embedding=emb, readout=Readout(0, 0))
+    assert model.affine_prefix() == 1
+    ev = evaluator(model, 10)
+    with pytest.raises(ValueError):
+        ev.setup()
