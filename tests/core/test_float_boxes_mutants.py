@@ -1029,3 +1029,23 @@ def test_an_affine_prefix_whose_softmax_row_sum_underflows_is_refused():
     ev = evaluator(model, 10)
     with pytest.raises(ValueError):
         ev.setup()
+
+
+@pytest.mark.parametrize("prec", [10, 16])
+def test_affine_prefix_radius_at_zero_is_the_one_of_the_state_at_zero(prec):
+    """``T(x) = relu(sqrt 2 (1 - x)) - relu(-sqrt 2 (1 - x)) = sqrt 2 (1 - x)`` (a linear ReLU
+    pair, so the layer is the affine prefix), ``sqrt 2`` as a ``prec``-bit ball: the state at
+    ``x = 0`` carries that ball's radius, the state at ``x = 1`` (where ``1 - x = 0``) none, so
+    the prefix's ``F_0`` must take its radius from ``Z(0)``: on boxes near 0 it is the whole
+    margin for the ball's midpoint."""
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    s = sympy.sqrt(2)
+    ffn = FeedForward(((s,), (-s,)), (0, 0), ((1, -1),), (0,), skip=0)
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((1,),), E=((-1,),), column=0), readout=Readout(0, 0))
+    assert model.affine_prefix() == 1
+    boxes = [Box((F(0),), (F(0),)), Box((F(0),), (F(1, 2**12),)), Box((F(-1, 2**11),), (F(1, 2**11),))]
+    _check_ranges(model, boxes, least_ok=len(boxes), prec=prec)
