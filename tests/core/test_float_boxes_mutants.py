@@ -1049,3 +1049,19 @@ def test_affine_prefix_radius_at_zero_is_the_one_of_the_state_at_zero(prec):
     assert model.affine_prefix() == 1
     boxes = [Box((F(0),), (F(0),)), Box((F(0),), (F(1, 2**12),)), Box((F(-1, 2**11),), (F(1, 2**11),))]
     _check_ranges(model, boxes, least_ok=len(boxes), prec=prec)
+
+
+def test_prefix_followed_by_a_feed_forward_layer_without_bias():
+    """The two-attention prefix, then the ReLU layer with a zero first bias and no skip: the rows
+    read after the prefix are those of ``W1`` (not of the zero bias), and the ranges contain the
+    300-bit values."""
+    import dataclasses
+
+    from symbounds.core.boxes import Box
+
+    base = _two_attention_prefix(F(1, 2))
+    ffn = dataclasses.replace(base.layers[2], b1=(0, 0))
+    model = dataclasses.replace(base, layers=base.layers[:2] + (ffn,))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
