@@ -1065,3 +1065,28 @@ def test_prefix_followed_by_a_feed_forward_layer_without_bias():
     assert model.affine_prefix() == 2
     boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
     _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+def test_prefix_followed_by_a_weight_whose_ball_has_midpoint_zero():
+    """The two-attention prefix, then a ReLU unit reading the constant row only through
+    ``w = sqrt 2 - 181/128`` (about ``1.5e-4``): at 10 bits ``sqrt 2`` is the ball
+    ``181/128 +- 2^-9``, so ``w``'s float ball is ``0 +- 0.00195``, with a zero midpoint.  The row
+    is read through that radius alone and must be kept after the prefix."""
+    import dataclasses
+
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.contexts import BallContext
+    from symbounds.core.float_boxes import _ball_of
+    from symbounds.core.transformer import FeedForward
+
+    w = sympy.sqrt(2) - sympy.Rational(181, 128)
+    m, r = _ball_of(w, BallContext(10))
+    assert m == 0.0 and r > 1e-3
+    base = _two_attention_prefix(F(1, 2))
+    ffn = FeedForward(((1, w),), (F(2),), ((1,), (0,)), (0, 0), skip=0)  # the unit is active
+    model = dataclasses.replace(base, layers=base.layers[:2] + (ffn,))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes), prec=10)
