@@ -1090,3 +1090,21 @@ def test_prefix_followed_by_a_weight_whose_ball_has_midpoint_zero():
     assert model.affine_prefix() == 2
     boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
     _check_ranges(model, boxes, least_ok=len(boxes), prec=10)
+
+
+@pytest.mark.parametrize("skip", [1, F(3, 2)])
+def test_prefix_followed_by_a_skip_that_is_a_double(skip):
+    """The two-attention prefix, then a ReLU layer reading row 0 only, with a skip weight that is
+    a double (radius 0) and the readout on row 1: the skip carries row 1 to the output, so every
+    row of the prefix's state is read."""
+    import dataclasses
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import FeedForward, Readout
+
+    base = _two_attention_prefix(F(1, 2))
+    ffn = FeedForward(((1, 0),), (F(-1, 2),), ((0,), (1,)), (0, 0), skip=skip)
+    model = dataclasses.replace(base, layers=base.layers[:2] + (ffn,), readout=Readout(1, 1))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
