@@ -1108,3 +1108,42 @@ def test_prefix_followed_by_a_skip_that_is_a_double(skip):
     assert model.affine_prefix() == 2
     boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
     _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+@pytest.mark.parametrize("block", [2, 4])
+def test_softmax_of_interval_scores_in_blocks_of_rows(block):
+    """Five query rows in blocks of ``block // n`` rows (one or two): every row is computed once,
+    in order, as in one block (up to the last bits: BLAS may round a smaller product otherwise)."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = random.Random(7)
+    Q, K = _interval(rng, (2, 2, 5), 0.01), _interval(rng, (2, 2, 2), 0.02)
+    pi, ok = _softmax_interval(Q, K, None, [0, 1], block=block)
+    assert pi.c.shape == (2, 5, 2) and ok.shape == (2, 5) and ok.all()
+    whole, ok_whole = _softmax_interval(Q, K, None, [0, 1])
+    assert ok_whole.all()
+    assert np.allclose(pi.c, whole.c, rtol=1e-12, atol=0) and np.allclose(pi.r, whole.r, rtol=1e-6, atol=1e-15)
+
+
+def test_softmax_of_interval_scores_charges_the_rounding_of_long_dot_products():
+    """One query row, ``dk = 64``: the scores ``sum_a K[a, k]`` of two keys holding the same 64
+    doubles in opposite orders are equal, so the softmax is exactly ``(1/2, 1/2)``; the float
+    sums differ by their rounding, which the score's radius (``2 dk u`` times the sum of
+    ``|q| |K|``, ``dk`` the length of the dot product) must cover.  Scores of size ``2^15``, so
+    that this rounding exceeds the exp bounds' own margin."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = np.random.default_rng(64)
+    B, dk = 300, 64
+    col = rng.uniform(1, 2, (B, dk)) * 2.0**8
+    Kc = np.stack([col, col[:, ::-1]], axis=2)  # (B, dk, 2)
+    Q = FTM(np.ones((B, dk, 1)), None, np.zeros((B, dk, 1)))
+    K = FTM(Kc, None, np.zeros(Kc.shape))
+    pi, ok = _softmax_interval(Q, K, None, [0, 1])
+    assert ok.all()
+    differ = 0
+    for b in range(B):
+        differ += (Q.c[b, :, 0] @ Kc[b, :, 0]) != (Q.c[b, :, 0] @ Kc[b, :, 1])
+        for m in range(2):
+            assert abs(exact(pi.c[b, 0, m]) - F(1, 2)) <= exact(pi.r[b, 0, m]), (b, m)
+    assert differ > 0
