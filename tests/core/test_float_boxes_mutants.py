@@ -1147,3 +1147,36 @@ def test_softmax_of_interval_scores_charges_the_rounding_of_long_dot_products():
         for m in range(2):
             assert abs(exact(pi.c[b, 0, m]) - F(1, 2)) <= exact(pi.r[b, 0, m]), (b, m)
     assert differ > 0
+
+
+@pytest.mark.parametrize("far", [False, True])
+@pytest.mark.parametrize("tau", [None, (0.7, 0.0), (-1.3, 0.0)])
+def test_softmax_of_large_single_product_scores_covers_their_rounding(tau, far):
+    """``dk = 1``: each score is one product ``t q k`` (rounded once, then once more by the factor
+    ``t``, then shifted by the row's largest centre).  Scores of size ``2^20`` that differ by a
+    few units (each rounding about ``2^-33``, far above the exp bounds' margin), or (``far``)
+    scores near 900 and 300, whose difference ``-600`` is itself rounded (they are more than a
+    factor 2 apart): each rounding must be charged, and the softmax of the exact products lies in
+    the enclosure."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = np.random.default_rng(20)
+    B = 400
+    if far:
+        q = rng.uniform(1, 2, B) * 2.0**5
+        k0 = 900 / q * rng.uniform(0.999, 1.001, B)
+        k1 = k0 / 3 * rng.uniform(0.999, 1.001, B)
+    else:
+        q = rng.uniform(1, 2, B) * 2.0**10
+        k0 = rng.uniform(1, 2, B) * 2.0**10
+        k1 = k0 + rng.uniform(-4, 4, B) / q
+    Q = FTM(q.reshape(B, 1, 1), None, np.zeros((B, 1, 1)))
+    Kc = np.stack([k0, k1], axis=1).reshape(B, 1, 2)
+    pi, ok = _softmax_interval(Q, FTM(Kc, None, np.zeros(Kc.shape)), tau, [0, 1])
+    assert ok.all()
+    t = F(1) if tau is None else exact(tau[0])
+    with flint.ctx.workprec(300):
+        for b in range(B):
+            s = [t * exact(q[b]) * exact(Kc[b, 0, m]) for m in range(2)]
+            for m in range(2):
+                assert abs(_softmax_arb(s, m) - arb(exact(pi.c[b, 0, m]))) <= arb(exact(pi.r[b, 0, m])), (b, m)
