@@ -1180,3 +1180,17 @@ def test_softmax_of_large_single_product_scores_covers_their_rounding(tau, far):
             s = [t * exact(q[b]) * exact(Kc[b, 0, m]) for m in range(2)]
             for m in range(2):
                 assert abs(_softmax_arb(s, m) - arb(exact(pi.c[b, 0, m]))) <= arb(exact(pi.r[b, 0, m])), (b, m)
+
+
+def test_a_batch_of_boxes_of_different_widths_through_input_dependent_scores():
+    """``T(x) = softmax(x^2, x) . (x, 1)`` (one head whose scores depend on ``x``) over one batch
+    whose first box is a point and whose later boxes are wide: each box's scores are enclosed
+    over its own half-widths (only input-independent scores are shared from the first box)."""
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Attention, Embedding, Head, Readout, Transformer
+
+    head = Head(W_Q=((1,),), W_K=((1,),), W_V=((1,),), W_O=((1,),))
+    model = Transformer(layers=(Attention((head,), "softmax", skip=0),),
+                        embedding=Embedding(base=((0, 1),), E=((1,),), column=0), readout=Readout(0, 0))
+    boxes = [Box((F(1, 2),), (F(1, 2),)), Box((F(-1, 2),), (F(1, 2),)), Box((F(0),), (F(1),)), Box((F(-1),), (F(-1, 2),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
