@@ -1194,3 +1194,24 @@ def test_a_batch_of_boxes_of_different_widths_through_input_dependent_scores():
                         embedding=Embedding(base=((0, 1),), E=((1,),), column=0), readout=Readout(0, 0))
     boxes = [Box((F(1, 2),), (F(1, 2),)), Box((F(-1, 2),), (F(1, 2),)), Box((F(0),), (F(1),)), Box((F(-1),), (F(-1, 2),))]
     _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+@pytest.mark.parametrize("before_last_attention", [True, False])
+def test_an_attention_layer_whose_heads_are_all_silent_and_no_skip(before_last_attention):
+    """An attention layer with one silent head (``W_O = 0``) and skip 0 outputs exact zeros of
+    the state's shape: before the last attention layer (all columns) or after an input-dependent
+    ReLU layer as the last one (the readout's column only); a ReLU layer with bias ``1/3`` and
+    skip 1 follows."""
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+
+    silent = Attention((Head(W_Q=((1, 0),), W_K=((1, 0),), W_V=((1, 0),), W_O=((0,), (0,))),), "softmax", skip=0)
+    att = Attention((Head(W_Q=((0, 1),), W_K=((0, 1),), W_V=((0, 1),), W_O=((1,), (0,))),), "softmax", skip=1)
+    last = FeedForward(((1, 0),), (F(1, 3),), ((1,), (0,)), (0, 0), skip=1)
+    first = FeedForward(((1, 0),), (0,), ((1,), (0,)), (0, 0), skip=1)
+    layers = (first, silent, att, last) if before_last_attention else (first, silent, last)
+    model = Transformer(layers=layers, embedding=Embedding(base=((0, 0), (1, 2)), E=((1,), (0,)), column=0),
+                        readout=Readout(0, 0))
+    assert model.analyse()[3]  # the head is silent
+    boxes = [Box((F(a, 4),), (F(a, 4) + F(1, 8),)) for a in (-3, 0, 2)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
