@@ -1216,3 +1216,21 @@ def test_an_attention_layer_whose_heads_are_all_silent_and_no_skip(before_last_a
     assert model.analyse()[3]  # the head is silent
     boxes = [Box((F(a, 4),), (F(a, 4) + F(1, 8),)) for a in (-3, 0, 2)] + [Box((F(1, 3),), (F(1, 3),))]
     _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+def test_enclose_of_an_output_with_no_gradient_names_no_split_axis():
+    """A network ending in an attention layer whose heads are all silent (skip 0): its output is
+    exactly 0 with no gradient, so ``enclose`` gives ``[0, 0]``-wide ranges and the split axis
+    -1 (none) for every box."""
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+
+    silent = Attention((Head(W_Q=((1, 0),), W_K=((1, 0),), W_V=((1, 0),), W_O=((0,), (0,))),), "softmax", skip=0)
+    first = FeedForward(((1, 0),), (0,), ((1,), (0,)), (0, 0), skip=1)
+    model = Transformer(layers=(first, silent), embedding=Embedding(base=((0, 0, 0), (1, 2, 3)), E=((1,), (0,)), column=0),
+                        readout=Readout(0, 0))
+    ev = evaluator(model)
+    ev.setup()
+    lo, hi, ok, clo, chi, axis = ev.enclose([(F(0),), (F(-1, 2),)], [(F(1, 4),), (F(1, 2),)])
+    assert ok.all() and axis.tolist() == [-1, -1]
+    assert all(a <= 0 <= b and b - a < 1e-300 for a, b in zip(lo, hi))
