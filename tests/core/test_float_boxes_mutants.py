@@ -1234,3 +1234,28 @@ def test_enclose_of_an_output_with_no_gradient_names_no_split_axis():
     lo, hi, ok, clo, chi, axis = ev.enclose([(F(0),), (F(-1, 2),)], [(F(1, 4),), (F(1, 2),)])
     assert ok.all() and axis.tolist() == [-1, -1]
     assert all(a <= 0 <= b and b - a < 1e-300 for a, b in zip(lo, hi))
+
+
+@pytest.mark.parametrize("prec", [10, 128])
+def test_enclose_gives_a_centre_enclosure_that_contains_the_value_at_the_centre(prec):
+    """The centre enclosure ``c +- r`` of ``enclose`` (used to refute a box at its centre) must
+    contain the network's value at the box's centre: ``T(x) = sqrt 2 (1 - x)`` with ``sqrt 2``
+    as a ``prec``-bit ball, whose radius (at 10 bits, ``2^-9``) is far above the error of its
+    midpoint (``1.5e-4``)."""
+    import sympy
+    from test_soundness import true_value
+
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    s = sympy.sqrt(2)
+    ffn = FeedForward(((s,), (-s,)), (0, 0), ((1, -1),), (0,), skip=0)
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((1,),), E=((-1,),), column=0), readout=Readout(0, 0))
+    ev = evaluator(model, prec)
+    ev.setup()
+    los, his = [(F(-1, 2),), (F(0),), (F(1, 3),)], [(F(-1, 4),), (F(1, 8),), (F(1, 3),)]
+    lo, hi, ok, clo, chi, axis = ev.enclose(los, his)
+    assert ok.all()
+    for b in range(3):
+        vlo, vhi = true_value(model, ((los[b][0] + his[b][0]) / 2,))
+        assert exact(clo[b]) <= vlo and vhi <= exact(chi[b]), b
