@@ -1129,13 +1129,16 @@ def test_softmax_of_interval_scores_charges_the_rounding_of_long_dot_products():
     """One query row, ``dk = 64``: the scores ``sum_a K[a, k]`` of two keys holding the same 64
     doubles in opposite orders are equal, so the softmax is exactly ``(1/2, 1/2)``; the float
     sums differ by their rounding, which the score's radius (``2 dk u`` times the sum of
-    ``|q| |K|``, ``dk`` the length of the dot product) must cover.  Scores of size ``2^15``, so
-    that this rounding exceeds the exp bounds' own margin."""
+    ``|q| |K|``, ``dk`` the length of the dot product) must cover.  Scores of size ``2^15`` and
+    ``2^20``, so that this rounding exceeds the exp bounds' own margin; the first key is
+    ``2^20 (1, x, ..., x)`` with ``x = 3u/2``, whose sum taken in order rounds up at every step
+    (about ``30 u`` in all, where a shorter sum's ``2u`` would be charged)."""
     from symbounds.core.float_boxes import _softmax_interval
 
     rng = np.random.default_rng(64)
     B, dk = 300, 64
     col = rng.uniform(1, 2, (B, dk)) * 2.0**8
+    col[0] = 2.0**20 * np.array([1.0] + [1.5 * 2.0**-53] * (dk - 1))
     Kc = np.stack([col, col[:, ::-1]], axis=2)  # (B, dk, 2)
     Q = FTM(np.ones((B, dk, 1)), None, np.zeros((B, dk, 1)))
     K = FTM(Kc, None, np.zeros(Kc.shape))
