@@ -890,3 +890,375 @@ def test_prefix_followed_by_a_head_with_three_value_rows():
     assert model.affine_prefix() == 2
     boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
     _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+# ------------------------------------------------------------------------------------------
+# found by the fourth mutation pass (docs/mutation-testing.md): with the exp bounds as tight as
+# their contract allows, the rounding terms of the model's exp are the whole margin
+
+
+def _directed_exp(upper: bool):
+    """``exp_upper`` (or ``exp_lower``) as tight as its contract allows: ``e^x`` rounded to the
+    next double above (below), from a 300-bit ball."""
+    def bound(x):
+        x = np.asarray(x, dtype=np.float64)
+        out = np.empty(x.shape)
+        with flint.ctx.workprec(300):
+            for i, v in np.ndenumerate(x):
+                e = arb(exact(v)).exp()
+                f = float(e.mid())
+                while not (arb(exact(f)) >= e if upper else arb(exact(f)) <= e):
+                    f = float(np.nextafter(f, np.inf if upper else -np.inf))
+                out[i] = f
+        return out
+    return bound
+
+
+def test_exp_of_an_interval_contains_its_image_with_exp_bounds_one_ulp_wide(monkeypatch):
+    """``exp`` of an interval ``c +- r`` with ``exp_lower``/``exp_upper`` one ulp outside
+    ``e^(c-r)`` and ``e^(c+r)``: the midpoint's rounding (``err`` of the centre) is then part of
+    the margin, and ``[c - R, c + R]`` must still contain both ends exactly."""
+    monkeypatch.setattr(fo, "exp_lower", _directed_exp(False))
+    monkeypatch.setattr(fo, "exp_upper", _directed_exp(True))
+    rng = np.random.default_rng(44)
+    c = rng.uniform(2.0**-21, 2.0**-19, 40)[None, :]  # e^c in [1, 2): the ends one ulp (2u) apart at most
+    r = c * rng.uniform(0.05, 0.5, 40)[None, :]
+    res = _Boxes(np.zeros((1, 1))).exp(FTM(c, None, r))
+    with flint.ctx.workprec(300):
+        for k in range(c.shape[1]):
+            lo = arb(exact(c[0, k]) - exact(r[0, k])).exp()
+            hi = arb(exact(c[0, k]) + exact(r[0, k])).exp()
+            mc, mr = exact(res.c[0, k]), exact(res.r[0, k])
+            assert arb(mc - mr) <= lo and hi <= arb(mc + mr), k
+
+
+def test_exp_model_at_zero_covers_the_rounding_of_its_centre(monkeypatch):
+    """``exp`` of ``0 + g delta`` (no remainder) with the exp bounds one ulp wide: ``e^0 = 1`` is a
+    double, so ``exp_bounds`` gives ``[1, 1]`` and the enclosure of ``e^c`` has no width; the
+    model's value at the centre, ``fl(1 + t)``, must then be within its remainder of ``e^0 = 1``
+    (exactly, at ``delta = 0``, which is in every box), for every slope: the rounding of
+    ``1 + t`` is charged nowhere else."""
+    lower, upper = _directed_exp(False), _directed_exp(True)
+    monkeypatch.setattr(fo, "exp_bounds", lambda x: (lower(x), upper(x)))
+    monkeypatch.setattr(fo, "exp_upper", upper)
+    assert tuple(fo.exp_bounds(np.array([0.0]))) == (1.0, 1.0)
+    rng = np.random.default_rng(45)
+    g = np.concatenate([2.0 ** rng.uniform(-30, -1, 300), rng.uniform(0.5, 2, 50)])
+    bx = _Boxes(np.ones((1, 1)))
+    m = bx.exp(FTM(np.zeros((1, len(g))), g[None, None, :], np.zeros((1, len(g)))))
+    for k in range(len(g)):
+        assert abs(exact(m.c[0, k]) - 1) <= exact(m.r[0, k]), g[k]
+
+
+@pytest.mark.parametrize("size", [1.0, 20.0, 30.0])
+def test_softmax_of_equal_large_scores_is_tight(size):
+    """Two scores ``size (size + delta)``, equal on the whole box (of half-width ``1 / (2 size)``,
+    so each score moves by 1/2): their softmax is exactly ``(1/2, 1/2)``.  The shift by the
+    softmax-weighted gradient cancels the scores' common slope exactly, so the enclosure must be
+    as narrow as the exp bounds, even where ``e^(2 size^2)`` overflows."""
+    from symbounds.core.float_boxes import _softmax
+
+    bx = _Boxes(np.array([[0.5 / size]]))
+    Q = FTM(np.array([[[size]]]), np.array([[[[1.0]]]]), np.zeros((1, 1, 1)))
+    K = FTM(np.full((1, 1, 2), size), None, np.zeros((1, 1, 2)))
+    pi, ok = _softmax(bx, Q, K, None)
+    assert ok.all()
+    for m in range(2):
+        width = exact(pi.r[0, 0, m]) + (0 if pi.G is None else abs(exact(pi.G[0, 0, 0, m])) * exact(bx.h[0, 0]))
+        assert abs(exact(pi.c[0, 0, m]) - F(1, 2)) <= width <= F(2) ** -40, (size, m)
+
+
+def test_sum_of_exact_terms_charges_no_more_than_its_documented_factor():
+    """``_Boxes.sum`` of ``n`` exact dyadic terms (their float sum is exact): the remainder is the
+    a-priori rounding bound alone, at most ``(2n + 24) u`` times the sum of ``|c|`` and of
+    ``|g| h`` (the ``2nu`` of the sum's error and the ``4u`` of the upward roundings)."""
+    u = F(2) ** -53
+    rng = np.random.default_rng(46)
+    for n in (30, 400):
+        c = rng.integers(1, 1000, (1, n)) / 8.0
+        G = rng.integers(1, 1000, (1, 1, n)) / 8.0
+        bx = _Boxes(np.array([[0.25]]))
+        s = bx.sum(FTM(c, G, np.zeros((1, n))), 0)
+        total = sum(exact(v) for v in c[0]) + sum(exact(v) for v in G[0, 0]) * F(1, 4)
+        assert exact(s.c[0]) == sum(exact(v) for v in c[0])
+        assert exact(s.r[0]) <= (2 * n + 24) * u * total + F(2) ** -1000, n
+
+
+@pytest.mark.parametrize("skip", [1, F(1, 2), -2])
+def test_a_feed_forward_skip_that_is_a_double_is_added(skip):
+    """``T(x) = relu(x) + s x`` with a skip weight ``s`` that is a double (so its float ball has
+    radius 0): the skip term must be in the output, whichever part of the ball is zero."""
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    ffn = FeedForward(((1,),), (0,), ((1,),), (0,), skip=skip)
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+    boxes = [Box((F(a, 4),), (F(a, 4) + F(1, 8),)) for a in (-3, 0, 2)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_reciprocal_flags_a_range_whose_end_rounds_to_zero(sign):
+    """``b = +-2 eta`` exactly (no remainder): its range rounded outward is ``[0, 4 eta]`` (or the
+    mirror image), which contains 0, so ``1/b`` must be flagged, not enclosed."""
+    b = FTM(np.array([[sign * 2.0**-1073]]), None, np.zeros((1, 1)))
+    bx = _Boxes(np.zeros((1, 1)))
+    lo, hi = bx.range(b)
+    assert (lo[0, 0] == 0.0) if sign > 0 else (hi[0, 0] == 0.0)
+    with np.errstate(all="ignore"):
+        _, ok = bx.reciprocal(b)
+    assert not ok.any()
+
+
+def test_an_affine_prefix_whose_softmax_row_sum_underflows_is_refused():
+    """A one-input affine prefix (one attention layer, scores input independent) whose scores
+    are ``1.4e6 +- 1400`` and ``7e5 +- 700`` in the first query row (``sqrt 2`` held as a
+    10-bit ball): every lower bound ``e^(s - m - r)`` of that row underflows to 0, so the row's
+    sum has no positive lower bound and the prefix cannot be enclosed (setup raises), although
+    the kept weights (the token whose value is nonzero) are finite."""
+    import sympy
+
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Attention, Embedding, Head, Readout, Transformer
+
+    # rows: x (token 0), the value row (0 at token 0), the score row
+    head = Head(W_Q=((0, 0, 1),), W_K=((0, 0, sympy.sqrt(2)),), W_V=((0, 1, 0),), W_O=((1,), (0,), (0,)))
+    emb = Embedding(base=((0, 0), (0, 1), (1000, 500)), E=((1,), (0,), (0,)), column=0)
+    model = Transformer(layers=(Attention((head,), "softmax", skip=1),), embedding=emb, readout=Readout(0, 0))
+    assert model.affine_prefix() == 1
+    ev = evaluator(model, 10)
+    with pytest.raises(ValueError):
+        ev.setup()
+
+
+@pytest.mark.parametrize("prec", [10, 16])
+def test_affine_prefix_radius_at_zero_is_the_one_of_the_state_at_zero(prec):
+    """``T(x) = relu(sqrt 2 (1 - x)) - relu(-sqrt 2 (1 - x)) = sqrt 2 (1 - x)`` (a linear ReLU
+    pair, so the layer is the affine prefix), ``sqrt 2`` as a ``prec``-bit ball: the state at
+    ``x = 0`` carries that ball's radius, the state at ``x = 1`` (where ``1 - x = 0``) none, so
+    the prefix's ``F_0`` must take its radius from ``Z(0)``: on boxes near 0 it is the whole
+    margin for the ball's midpoint."""
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    s = sympy.sqrt(2)
+    ffn = FeedForward(((s,), (-s,)), (0, 0), ((1, -1),), (0,), skip=0)
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((1,),), E=((-1,),), column=0), readout=Readout(0, 0))
+    assert model.affine_prefix() == 1
+    boxes = [Box((F(0),), (F(0),)), Box((F(0),), (F(1, 2**12),)), Box((F(-1, 2**11),), (F(1, 2**11),))]
+    _check_ranges(model, boxes, least_ok=len(boxes), prec=prec)
+
+
+def test_prefix_followed_by_a_feed_forward_layer_without_bias():
+    """The two-attention prefix, then the ReLU layer with a zero first bias and no skip: the rows
+    read after the prefix are those of ``W1`` (not of the zero bias), and the ranges contain the
+    300-bit values."""
+    import dataclasses
+
+    from symbounds.core.boxes import Box
+
+    base = _two_attention_prefix(F(1, 2))
+    ffn = dataclasses.replace(base.layers[2], b1=(0, 0))
+    model = dataclasses.replace(base, layers=base.layers[:2] + (ffn,))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+def test_prefix_followed_by_a_weight_whose_ball_has_midpoint_zero():
+    """The two-attention prefix, then a ReLU unit reading the constant row only through
+    ``w = sqrt 2 - 181/128`` (about ``1.5e-4``): at 10 bits ``sqrt 2`` is the ball
+    ``181/128 +- 2^-9``, so ``w``'s float ball is ``0 +- 0.00195``, with a zero midpoint.  The row
+    is read through that radius alone and must be kept after the prefix."""
+    import dataclasses
+
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.contexts import BallContext
+    from symbounds.core.float_boxes import _ball_of
+    from symbounds.core.transformer import FeedForward
+
+    w = sympy.sqrt(2) - sympy.Rational(181, 128)
+    m, r = _ball_of(w, BallContext(10))
+    assert m == 0.0 and r > 1e-3
+    base = _two_attention_prefix(F(1, 2))
+    ffn = FeedForward(((1, w),), (F(2),), ((1,), (0,)), (0, 0), skip=0)  # the unit is active
+    model = dataclasses.replace(base, layers=base.layers[:2] + (ffn,))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes), prec=10)
+
+
+@pytest.mark.parametrize("skip", [1, F(3, 2)])
+def test_prefix_followed_by_a_skip_that_is_a_double(skip):
+    """The two-attention prefix, then a ReLU layer reading row 0 only, with a skip weight that is
+    a double (radius 0) and the readout on row 1: the skip carries row 1 to the output, so every
+    row of the prefix's state is read."""
+    import dataclasses
+
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import FeedForward, Readout
+
+    base = _two_attention_prefix(F(1, 2))
+    ffn = FeedForward(((1, 0),), (F(-1, 2),), ((0,), (1,)), (0, 0), skip=skip)
+    model = dataclasses.replace(base, layers=base.layers[:2] + (ffn,), readout=Readout(1, 1))
+    assert model.affine_prefix() == 2
+    boxes = [Box((F(a, 8),), (F(a, 8) + F(1, 32),)) for a in range(-8, 8, 5)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+@pytest.mark.parametrize("block", [2, 4])
+def test_softmax_of_interval_scores_in_blocks_of_rows(block):
+    """Five query rows in blocks of ``block // n`` rows (one or two): every row is computed once,
+    in order, as in one block (up to the last bits: BLAS may round a smaller product otherwise)."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = random.Random(7)
+    Q, K = _interval(rng, (2, 2, 5), 0.01), _interval(rng, (2, 2, 2), 0.02)
+    pi, ok = _softmax_interval(Q, K, None, [0, 1], block=block)
+    assert pi.c.shape == (2, 5, 2) and ok.shape == (2, 5) and ok.all()
+    whole, ok_whole = _softmax_interval(Q, K, None, [0, 1])
+    assert ok_whole.all()
+    assert np.allclose(pi.c, whole.c, rtol=1e-12, atol=0) and np.allclose(pi.r, whole.r, rtol=1e-6, atol=1e-15)
+
+
+def test_softmax_of_interval_scores_charges_the_rounding_of_long_dot_products():
+    """One query row, ``dk = 64``: the scores ``sum_a K[a, k]`` of two keys holding the same 64
+    doubles in opposite orders are equal, so the softmax is exactly ``(1/2, 1/2)``; the float
+    sums differ by their rounding, which the score's radius (``2 dk u`` times the sum of
+    ``|q| |K|``, ``dk`` the length of the dot product) must cover.  Scores of size ``2^15`` and
+    ``2^20``, so that this rounding exceeds the exp bounds' own margin; the first key is
+    ``2^20 (1, x, ..., x)`` with ``x = 3u/2``, whose sum taken in order rounds up at every step
+    (about ``30 u`` in all, where a shorter sum's ``2u`` would be charged)."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = np.random.default_rng(64)
+    B, dk = 300, 64
+    col = rng.uniform(1, 2, (B, dk)) * 2.0**8
+    col[0] = 2.0**20 * np.array([1.0] + [1.5 * 2.0**-53] * (dk - 1))
+    Kc = np.stack([col, col[:, ::-1]], axis=2)  # (B, dk, 2)
+    Q = FTM(np.ones((B, dk, 1)), None, np.zeros((B, dk, 1)))
+    K = FTM(Kc, None, np.zeros(Kc.shape))
+    pi, ok = _softmax_interval(Q, K, None, [0, 1])
+    assert ok.all()
+    differ = 0
+    for b in range(B):
+        differ += (Q.c[b, :, 0] @ Kc[b, :, 0]) != (Q.c[b, :, 0] @ Kc[b, :, 1])
+        for m in range(2):
+            assert abs(exact(pi.c[b, 0, m]) - F(1, 2)) <= exact(pi.r[b, 0, m]), (b, m)
+    assert differ > 0
+
+
+@pytest.mark.parametrize("far", [False, True])
+@pytest.mark.parametrize("tau", [None, (0.7, 0.0), (-1.3, 0.0)])
+def test_softmax_of_large_single_product_scores_covers_their_rounding(tau, far):
+    """``dk = 1``: each score is one product ``t q k`` (rounded once, then once more by the factor
+    ``t``, then shifted by the row's largest centre).  Scores of size ``2^20`` that differ by a
+    few units (each rounding about ``2^-33``, far above the exp bounds' margin), or (``far``)
+    scores near 900 and 300, whose difference ``-600`` is itself rounded (they are more than a
+    factor 2 apart): each rounding must be charged, and the softmax of the exact products lies in
+    the enclosure."""
+    from symbounds.core.float_boxes import _softmax_interval
+
+    rng = np.random.default_rng(20)
+    B = 400
+    if far:
+        q = rng.uniform(1, 2, B) * 2.0**5
+        k0 = 900 / q * rng.uniform(0.999, 1.001, B)
+        k1 = k0 / 3 * rng.uniform(0.999, 1.001, B)
+    else:
+        q = rng.uniform(1, 2, B) * 2.0**10
+        k0 = rng.uniform(1, 2, B) * 2.0**10
+        k1 = k0 + rng.uniform(-4, 4, B) / q
+    Q = FTM(q.reshape(B, 1, 1), None, np.zeros((B, 1, 1)))
+    Kc = np.stack([k0, k1], axis=1).reshape(B, 1, 2)
+    pi, ok = _softmax_interval(Q, FTM(Kc, None, np.zeros(Kc.shape)), tau, [0, 1])
+    assert ok.all()
+    t = F(1) if tau is None else exact(tau[0])
+    with flint.ctx.workprec(300):
+        for b in range(B):
+            s = [t * exact(q[b]) * exact(Kc[b, 0, m]) for m in range(2)]
+            for m in range(2):
+                assert abs(_softmax_arb(s, m) - arb(exact(pi.c[b, 0, m]))) <= arb(exact(pi.r[b, 0, m])), (b, m)
+
+
+def test_a_batch_of_boxes_of_different_widths_through_input_dependent_scores():
+    """``T(x) = softmax(x^2, x) . (x, 1)`` (one head whose scores depend on ``x``) over one batch
+    whose first box is a point and whose later boxes are wide: each box's scores are enclosed
+    over its own half-widths (only input-independent scores are shared from the first box)."""
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Attention, Embedding, Head, Readout, Transformer
+
+    head = Head(W_Q=((1,),), W_K=((1,),), W_V=((1,),), W_O=((1,),))
+    model = Transformer(layers=(Attention((head,), "softmax", skip=0),),
+                        embedding=Embedding(base=((0, 1),), E=((1,),), column=0), readout=Readout(0, 0))
+    boxes = [Box((F(1, 2),), (F(1, 2),)), Box((F(-1, 2),), (F(1, 2),)), Box((F(0),), (F(1),)), Box((F(-1),), (F(-1, 2),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+@pytest.mark.parametrize("before_last_attention", [True, False])
+def test_an_attention_layer_whose_heads_are_all_silent_and_no_skip(before_last_attention):
+    """An attention layer with one silent head (``W_O = 0``) and skip 0 outputs exact zeros of
+    the state's shape: before the last attention layer (all columns) or after an input-dependent
+    ReLU layer as the last one (the readout's column only); a ReLU layer with bias ``1/3`` and
+    skip 1 follows."""
+    from symbounds.core.boxes import Box
+    from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+
+    silent = Attention((Head(W_Q=((1, 0),), W_K=((1, 0),), W_V=((1, 0),), W_O=((0,), (0,))),), "softmax", skip=0)
+    att = Attention((Head(W_Q=((0, 1),), W_K=((0, 1),), W_V=((0, 1),), W_O=((1,), (0,))),), "softmax", skip=1)
+    last = FeedForward(((1, 0),), (F(1, 3),), ((1,), (0,)), (0, 0), skip=1)
+    first = FeedForward(((1, 0),), (0,), ((1,), (0,)), (0, 0), skip=1)
+    layers = (first, silent, att, last) if before_last_attention else (first, silent, last)
+    # two rows, three tokens (the zero output has the state's shape, not a square one)
+    model = Transformer(layers=layers, embedding=Embedding(base=((0, 0, 0), (1, 2, 3)), E=((1,), (0,)), column=0),
+                        readout=Readout(0, 0))
+    assert model.analyse()[3]  # the head is silent
+    boxes = [Box((F(a, 4),), (F(a, 4) + F(1, 8),)) for a in (-3, 0, 2)] + [Box((F(1, 3),), (F(1, 3),))]
+    _check_ranges(model, boxes, least_ok=len(boxes))
+
+
+def test_enclose_of_an_output_with_no_gradient_names_no_split_axis():
+    """A network ending in an attention layer whose heads are all silent (skip 0): its output is
+    exactly 0 with no gradient, so ``enclose`` gives ``[0, 0]``-wide ranges and the split axis
+    -1 (none) for every box."""
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
+
+    silent = Attention((Head(W_Q=((1, 0),), W_K=((1, 0),), W_V=((1, 0),), W_O=((0,), (0,))),), "softmax", skip=0)
+    first = FeedForward(((1, 0),), (0,), ((1,), (0,)), (0, 0), skip=1)
+    model = Transformer(layers=(first, silent), embedding=Embedding(base=((0, 0, 0), (1, 2, 3)), E=((1,), (0,)), column=0),
+                        readout=Readout(0, 0))
+    ev = evaluator(model)
+    ev.setup()
+    lo, hi, ok, clo, chi, axis = ev.enclose([(F(0),), (F(-1, 2),)], [(F(1, 4),), (F(1, 2),)])
+    assert ok.all() and axis.tolist() == [-1, -1]
+    assert all(a <= 0 <= b and b - a < 1e-300 for a, b in zip(lo, hi))
+
+
+@pytest.mark.parametrize("prec", [10, 128])
+def test_enclose_gives_a_centre_enclosure_that_contains_the_value_at_the_centre(prec):
+    """The centre enclosure ``c +- r`` of ``enclose`` (used to refute a box at its centre) must
+    contain the network's value at the box's centre: ``T(x) = sqrt 2 (1 - x)`` with ``sqrt 2``
+    as a ``prec``-bit ball, whose radius (at 10 bits, ``2^-9``) is far above the error of its
+    midpoint (``1.5e-4``)."""
+    import sympy
+    from test_soundness import true_value
+
+    from symbounds.core.float_boxes import evaluator
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    s = sympy.sqrt(2)
+    ffn = FeedForward(((s,), (-s,)), (0, 0), ((1, -1),), (0,), skip=0)
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((1,),), E=((-1,),), column=0), readout=Readout(0, 0))
+    ev = evaluator(model, prec)
+    ev.setup()
+    los, his = [(F(-1, 2),), (F(0),), (F(1, 3),)], [(F(-1, 4),), (F(1, 8),), (F(1, 3),)]
+    lo, hi, ok, clo, chi, axis = ev.enclose(los, his)
+    assert ok.all()
+    for b in range(3):
+        vlo, vhi = true_value(model, ((los[b][0] + his[b][0]) / 2,))
+        assert exact(clo[b]) <= vlo and vhi <= exact(chi[b]), b
