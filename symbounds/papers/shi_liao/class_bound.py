@@ -22,8 +22,8 @@ of the class").  This module reads ``s`` and ``l`` from a model file of the cons
 Box bound.  On a box ``X`` let ``l*`` be the token with the largest score at the centre.  A token
 whose score is provably below ``s_l* - NEAR_LOG`` on the whole box is *far*: the far tokens' total
 weight is at most ``sum_far exp(max_X(s_k - s_l*))``.  For a *near* token,
-``beta~_k <= 1 / sum_{l in H} exp(min_X(s_l - s_k))`` over the ``DENOMINATOR`` tokens ``H`` of largest
-score at the centre (and ``l = k``) (each difference is affine in ``x``, so its
+``beta~_k <= 1 / sum_{l in H} exp(min_X(s_l - s_k))`` over the tokens ``H`` whose score at the centre
+is within ``DENOMINATOR_LOG`` of the top's (and ``l = k``) (each difference is affine in ``x``, so its
 range over the box is exact up to rounding).  With ``A_k`` the largest bracket on the box (from
 the largest distance from ``X`` to ``c_k``, exact in rationals), ``sum_k beta~_k a_k`` is at most
 the greedy optimum of ``sum_i w_i A_i`` over ``0 <= w_i <= cap_i``, ``sum_i w_i <= 1`` (the near
@@ -51,8 +51,9 @@ __all__ = ["ClassNetwork", "ClassOptions", "ClassResult", "box_upper", "class_ne
 
 #: Tokens whose weight is provably below ``e^-NEAR_LOG`` of the top token's on a box are "far".
 NEAR_LOG = 40
-#: A near token's cap uses this many terms of its softmax denominator (the heaviest at the centre).
-DENOMINATOR = 8
+#: A near token's cap uses the terms of its softmax denominator whose score at the box centre is
+#: within this of the top score (the others weigh below ``P e^-DENOMINATOR_LOG`` of the top's).
+DENOMINATOR_LOG = 30
 
 
 @dataclass
@@ -186,9 +187,10 @@ def box_upper(net: ClassNetwork, box: Box) -> Fraction:
             else:
                 near.append(k)
         items = []
-        # the denominators: the DENOMINATOR tokens of largest score at the centre (fewer terms
-        # only make each cap larger, never wrong)
-        heavy = sorted(near, key=sc.__getitem__, reverse=True)[:DENOMINATOR]
+        # the denominators: every token within DENOMINATOR_LOG of the top score at the centre
+        # (fewer terms only make each cap larger, never wrong; a fixed number of terms does not
+        # converge to beta~_k when the weight is spread over more tokens, at a small M_g)
+        heavy = [l for l in near if sc[l] >= sc[top] - DENOMINATOR_LOG]
         for k in near:
             den = flint.arb(1)
             for l in heavy:
