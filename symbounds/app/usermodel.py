@@ -97,10 +97,17 @@ def check_certificate_out(args) -> None:
 
 
 def _holds_proved_class_certificate(path: str) -> bool:
-    from .class_cli import is_class_certificate
+    """Does ``path`` hold a class certificate whose verdict is proved?  (Read, not re-checked.)"""
+    from ..core.files import read_json_file
+    from ..papers.shi_liao.class_certificate import CLASS_FORMAT
 
-    held = is_class_certificate(path) if os.path.isfile(path) else None
-    return held is not None and held.get("verdict") == "proved"
+    if not os.path.isfile(path):
+        return False
+    try:
+        held = read_json_file(path, ValueError)
+    except (ValueError, OSError):
+        return False
+    return isinstance(held, dict) and held.get("format") == CLASS_FORMAT and held.get("verdict") == "proved"
 
 
 def destination(path: str, verdict: str, force: bool = False) -> str:
