@@ -21,8 +21,8 @@ from ..papers.shi_liao.class_certificate import (
     check_class_certificate,
     write_class_certificate,
 )
-from .args import Bar, UsageError, check_out_folders, instance, precision, written
-from .usermodel import STOPPED, timeout_seconds
+from .args import Bar, UsageError, instance, precision
+from .usermodel import STOPPED, check_certificate_out, save_certificate, timeout_seconds
 
 __all__ = ["is_class_certificate", "run_class_certify", "run_class_check"]
 
@@ -49,7 +49,7 @@ def run_class_certify(args) -> int:
         args.max_boxes = ClassOptions.max_boxes
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    check_out_folders(args.out)
+    check_certificate_out(args)
     bar = Bar(args, "box")
     try:
         cert, res = certify_class(inst, ClassOptions(prec=args.prec, max_boxes=args.max_boxes,
@@ -59,9 +59,7 @@ def run_class_certify(args) -> int:
         raise UsageError(str(e)) from None
     finally:
         bar.close()
-    if args.out:
-        write_class_certificate(args.out, cert)
-        written(args.out)
+    out = save_certificate(args, cert, write_class_certificate) if args.out else None
     if args.json:
         print(json.dumps(_class_summary(cert), indent=2))
     else:
@@ -76,7 +74,7 @@ def run_class_certify(args) -> int:
         print(f"    below: the target g0 at x* has |T - g0| >= {decimal_down(res.worst_lower, 8)}")
         print(f"  worst point x* = ({', '.join(w['x'])}); E(x*) = {w['E']}, leakage {w['leakage']}")
         print(f"  worst target g0: {w['target']}")
-        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {args.out}" if args.out else ""))
+        print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {out}" if out else ""))
         if res.verdict == "refuted":
             print(f"  counterexample: g0 above, at x*: |T - g0| >= {decimal_down(res.worst_lower, 8)} > eps")
         elif res.stopped is not None and res.undecided:

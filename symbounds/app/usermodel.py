@@ -19,7 +19,7 @@ from .args import Bar, UsageError, check_out_folders, number, precision, written
 
 __all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments",
            "add_model_certify_arguments", "run_model_certify", "parse_box", "check_certificate_out",
-           "save_certificate"]
+           "destination", "save_certificate"]
 
 
 def add_bound_arguments(b) -> None:
@@ -102,11 +102,36 @@ def check_certificate_out(args) -> None:
     check_out_folders(*paths)
 
 
-def save_certificate(args, cert: dict) -> str:
-    """Write the certificate of a run to ``--out``, keeping a proved certificate found there when
-    this one is not proved (unless ``--force``); returns the path written (named on stderr)."""
-    path = certificate_destination(args.out, cert["verdict"], args.force)
-    write_certificate(path, cert)
+def _holds_proved_class_certificate(path: str) -> bool:
+    """Does ``path`` hold a class certificate whose verdict is proved?  (Read, not re-checked.)"""
+    from ..core.files import read_json_file
+    from ..papers.shi_liao.class_certificate import CLASS_FORMAT
+
+    if not os.path.isfile(path):
+        return False
+    try:
+        held = read_json_file(path, ValueError)
+    except (ValueError, OSError):
+        return False
+    return isinstance(held, dict) and held.get("format") == CLASS_FORMAT and held.get("verdict") == "proved"
+
+
+def destination(path: str, verdict: str, force: bool = False) -> str:
+    """:func:`~symbounds.core.certificate.certificate_destination` for either certificate format:
+    a proved certificate at ``path`` (one target, or the Hoelder class of ``certify
+    --holder-class``) is kept when this run is not proved and ``force`` is not given."""
+    path_ = certificate_destination(path, verdict, force)
+    if path_ == path and verdict != "proved" and not force and _holds_proved_class_certificate(path):
+        return beside(path, verdict)
+    return path_
+
+
+def save_certificate(args, cert: dict, write=write_certificate) -> str:
+    """Write the certificate of a run to ``--out`` with ``write(path, cert)``, keeping a proved
+    certificate found there (of either format) when this one is not proved (unless ``--force``);
+    returns the path written (named on stderr).  The write is atomic: no partial file."""
+    path = destination(args.out, cert["verdict"], args.force)
+    write(path, cert)
     if path != args.out:
         print(f"symbounds: {args.out} holds a proved certificate: kept (--force replaces it); "
               f"this {cert['verdict']} one is written beside it", file=sys.stderr)

@@ -23,9 +23,11 @@ of :mod:`symbounds.core.search` over the problem :class:`ClassProblem`).
 Box bound.  On a box ``X`` let ``l*`` be the token with the largest score at the centre.  A token
 whose score is provably below ``s_l* - NEAR_LOG`` on the whole box is *far*: the far tokens' total
 weight is at most ``sum_far exp(max_X(s_k - s_l*))``.  For a *near* token,
-``beta~_k <= 1 / sum_{l in H} exp(min_X(s_l - s_k))`` over the ``DENOMINATOR`` tokens ``H`` of largest
-score at the centre (and ``l = k``) (each difference is affine in ``x``, so its
-range over the box is exact up to rounding).  With ``A_k`` the largest bracket on the box (from
+``beta~_k <= 1 / sum_{l in near} exp(min_X(s_l - s_k))``: each difference is affine in ``x``; for the
+``DENOMINATOR`` tokens ``l`` of largest score at the centre its minimum is exact up to rounding, for
+the others it is bounded below through the top token's slopes,
+``min_X(s_l - s_k) >= s_l(x_c) - s_k(x_c) - sum_i (|A_li - A_l*i| + |A_ki - A_l*i|) h_i`` (the centre
+``x_c``, the half-widths ``h``), which makes their part one sum per box.  With ``A_k`` the largest bracket on the box (from
 the largest distance from ``X`` to ``c_k``, exact in rationals), ``sum_k beta~_k a_k`` is at most
 the greedy optimum of ``sum_i w_i A_i`` over ``0 <= w_i <= cap_i``, ``sum_i w_i <= 1`` (the near
 tokens, and one far item worth ``2B + B max_k l_k``).  Every step is rigorous whichever tokens are
@@ -51,11 +53,12 @@ from ...core.transformer import Attention, FeedForward, forward
 from .constants import ROWS
 
 __all__ = ["ClassNetwork", "ClassOptions", "ClassResult", "ClassEvaluator", "ClassProblem", "box_upper",
-           "class_network", "point_values", "search", "worst_target"]
+           "class_network", "point_values", "search", "weight_caps", "worst_target"]
 
 #: Tokens whose weight is provably below ``e^-NEAR_LOG`` of the top token's on a box are "far".
 NEAR_LOG = 40
-#: A near token's cap uses this many terms of its softmax denominator (the heaviest at the centre).
+#: A near token's cap uses this many terms of its softmax denominator exactly (the heaviest at the
+#: centre); the other near tokens enter through one sum per box (:func:`box_upper`).
 DENOMINATOR = 8
 
 
@@ -163,8 +166,9 @@ def _interval(lo: Fraction, hi: Fraction) -> flint.arb:
     return _arb(lo).union(_arb(hi))
 
 
-def box_upper(net: ClassNetwork, box: Box) -> Fraction:
-    """An exact upper bound of ``E`` over ``box`` (see the module docstring)."""
+def weight_caps(net: ClassNetwork, box: Box) -> tuple[dict, Fraction]:
+    """``(caps, far)``: for each near token ``k`` an exact ``cap_k >= max_X beta~_k``, and an exact
+    upper bound ``far`` of the far tokens' total weight on ``box`` (see the module docstring)."""
     d, P = net.d, len(net.centres)
     ctx = BallContext(net.prec)
     with ctx.scope():
@@ -189,24 +193,53 @@ def box_upper(net: ClassNetwork, box: Box) -> Fraction:
                 far_mass += t.upper().exp()
             else:
                 near.append(k)
-        items = []
-        # the denominators: the DENOMINATOR tokens of largest score at the centre (fewer terms
-        # only make each cap larger, never wrong)
+        # The denominators: the DENOMINATOR heaviest tokens at the centre H (the top l* among them)
+        # with their exact affine minima, and every other near token through one sum per box:
+        # with the centre xc, the half-widths h and a = A_l*, min_X (s_l - s_k) >= u_l - (s_k(xc) +
+        # rho_k), where u_l = s_l(xc) - rho_l and rho_l = sum_i |A_li - a_i| h_i.  (The heaviest
+        # alone do not converge to beta~_k when the weight is spread over more tokens, at a small
+        # M_g.)  Dropping or lowering terms only makes each cap larger, never wrong.
         heavy = sorted(near, key=sc.__getitem__, reverse=True)[:DENOMINATOR]
+        in_heavy = set(heavy)
+        rest_tokens = [l for l in near if l not in in_heavy]
+        if rest_tokens:
+            hw = [_arb((box.hi[i] - box.lo[i]) / 2) for i in range(d)]
+            xm = [_arb((box.lo[i] + box.hi[i]) / 2) for i in range(d)]
+            a = net.A[top]
+            at_c = {k: net.b[k] + sum((net.A[k][i] * xm[i] for i in range(d)), flint.arb(0)) for k in near}
+            rho = {k: sum((abs(net.A[k][i] - a[i]) * hw[i] for i in range(d)), flint.arb(0)) for k in near}
+            ref = at_c[top].mid()
+            term = {l: (at_c[l] - rho[l] - ref).exp() for l in rest_tokens}  # e^(u_l - ref)
+            rest_lo = sum((t.lower() for t in term.values()), flint.arb(0))
+        caps = {}
         for k in near:
             den = flint.arb(1)
             for l in heavy:
                 if l != k:
                     den += diff(l, k).lower().exp().lower()
-            cap = min(Fraction(1), arb_to_fraction((1 / den).upper()))
+            if rest_tokens:
+                rest = (rest_lo - term[k].upper() if k in term else rest_lo).lower()
+                if rest > 0:
+                    den += ((ref - at_c[k] - rho[k]).exp().lower() * rest).lower()
+            caps[k] = min(Fraction(1), arb_to_fraction((1 / den).upper()))
+        return caps, arb_to_fraction(far_mass.upper())
+
+
+def box_upper(net: ClassNetwork, box: Box) -> Fraction:
+    """An exact upper bound of ``E`` over ``box`` (see the module docstring)."""
+    d, P = net.d, len(net.centres)
+    caps, far = weight_caps(net, box)
+    items = []
+    with BallContext(net.prec).scope():
+        for k, cap in caps.items():
             far2 = Fraction(0)
             for i in range(d):
                 c = net.centres[k][i]
                 far2 += max(abs(box.lo[i] - c), abs(box.hi[i] - c)) ** 2
             val = _bracket_upper(net, far2) + _arb(net.B) * net.ell[k]
             items.append((arb_to_fraction(val.upper()), cap))
-        if len(near) < P:
-            items.append((2 * net.B + net.B * net.ell_max, arb_to_fraction(far_mass.upper())))
+    if len(caps) < P:
+        items.append((2 * net.B + net.B * net.ell_max, far))
     items.sort(key=lambda t: t[0], reverse=True)
     left, total = Fraction(1), Fraction(0)
     for value, cap in items:

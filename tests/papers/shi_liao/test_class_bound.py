@@ -488,3 +488,81 @@ def test_tampered_network_is_refuted(network):
     assert res.verdict is Verdict.REFUTED and res.worst_lower > eps
     centres = [tuple(Fraction(str(v)) for v in c) for c in K.centres]
     assert MpModel(bad, 1, 2, 2).E_at(res.worst_x, centres) > mpmath.mpf(1) / 10
+
+
+def test_spread_softmax_search_converges_and_encloses():
+    """At a small M_g the layer-2 weight is spread over many tokens (d = 1, eps = 1/4, P = 16,
+    M_g = 22): the box bound must still converge to E (with the denominator cut to a fixed 8
+    tokens it stalled above eps on 2,500 boxes of width 1e-5 where sup E is 3 % below eps) and
+    stay above E at points of every box."""
+    import sympy
+
+    from symbounds.papers.shi_liao.class_bound import search
+
+    inst = Instance(eps=sympy.Rational(1, 4), M_g=22, target="0")
+    mj, model, K = class_model(inst)
+    net = class_network(model, 1, K.centres, 1, 2, 2, 128)
+    res = search(net, Fraction(1, 4), ClassOptions(max_boxes=2000, rtol=Fraction(10**9), prec=128))
+    assert res.verdict == "proved" and res.evaluated < 2000
+    rng = random.Random(5)
+    for box, U in rng.sample(res.boxes, 40):
+        bound = flint.arb(flint.fmpq(U.numerator, U.denominator))
+        for _ in range(5):
+            x = box.lo[0] + (box.hi[0] - box.lo[0]) * Fraction(rng.randrange(2**12 + 1), 2**12)
+            E, _ = point_values(net, (x,))
+            assert E <= bound, (box, x)
+
+
+def _softmax_at(net, x):
+    """Layer 2's weights at the exact point x, from the scores alone (no cap, no box)."""
+    xs = [flint.arb(flint.fmpq(v.numerator, v.denominator)) for v in x]
+    s = [net.b[k] + sum((net.A[k][i] * xs[i] for i in range(net.d)), flint.arb(0)) for k in range(len(net.b))]
+    m = max(v.mid() for v in s)
+    e = [(v - m).exp() for v in s]
+    t = sum(e, flint.arb(0))
+    return [v / t for v in e]
+
+
+def test_weight_caps_and_box_bound_enclose_points_at_d2_with_a_spread_softmax():
+    """d = 2, P = 36, M_g = 3 (near its class minimum): most tokens are near on every box, so the
+    denominators' one-sum part is used.  On each box every cap must be above that token's softmax
+    weight at points of the box (the caps come within a few per cent of the weights on small boxes,
+    so a cap that is too small shows), and the box bound above E (random boxes from 1/4 down to
+    2^-12 wide, around centres and at the cube's corners)."""
+    import sympy
+
+    from symbounds.core.boxes import Box
+    from symbounds.papers.shi_liao.class_bound import weight_caps
+
+    inst = Instance(d=2, C_H=1, B=1, eps=sympy.Rational(1, 2), M_g=3, target="0")
+    mj, model, K = class_model(inst)
+    net = class_network(model, 2, K.centres, 1, 1, 1, 128)
+    rng = random.Random(11)
+    boxes = [Box((Fraction(0), Fraction(0)), (Fraction(1, 8), Fraction(1, 8))),
+             Box((Fraction(7, 8), Fraction(7, 8)), (Fraction(1), Fraction(1)))]
+    for c in rng.sample(K.centres, 3):
+        w = Fraction(1, 2**rng.randrange(3, 12))
+        boxes.append(Box(tuple(max(Fraction(0), Fraction(v) - w) for v in c),
+                         tuple(min(Fraction(1), Fraction(v) + w) for v in c)))
+    for _ in range(12):
+        w = Fraction(1, 2**rng.randrange(2, 13))
+        lo = tuple(Fraction(rng.randrange(1000), 1000) * (1 - w) for _ in range(2))
+        boxes.append(Box(lo, tuple(v + w for v in lo)))
+    spread = 0
+    for box in boxes:
+        caps, far = weight_caps(net, box)
+        spread = max(spread, len(caps))
+        U = box_upper(net, box)
+        bound = flint.arb(flint.fmpq(U.numerator, U.denominator))
+        corners = [tuple(box.hi[i] if (j >> i) & 1 else box.lo[i] for i in range(2)) for j in range(4)]
+        inner = [tuple(box.lo[i] + (box.hi[i] - box.lo[i]) * Fraction(rng.randrange(2**10 + 1), 2**10)
+                       for i in range(2)) for _ in range(8)]
+        for x in corners + inner:
+            beta = _softmax_at(net, x)
+            for k, cap in caps.items():
+                assert not (beta[k] > flint.arb(flint.fmpq(cap.numerator, cap.denominator))), (box, x, k)
+            assert sum((beta[k] for k in range(len(beta)) if k not in caps), flint.arb(0)) <= \
+                flint.arb(flint.fmpq(far.numerator, far.denominator)) + flint.arb(10) ** -30
+            E, _ = point_values(net, x)
+            assert E <= bound, (box, x)
+    assert spread > 8  # more near tokens than the exact denominator terms: the one-sum part ran
