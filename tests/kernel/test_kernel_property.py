@@ -208,3 +208,20 @@ def test_symbounds_check_reports_the_kernel_on_property_certificates(capsys, mon
     assert err.strip() == "symbounds: certificate rejected by the independent kernel: no"
     code, out, err = run_cli(capsys, "check", str(FOLDER / "leaf_dropped.json"), "--quiet")
     assert code == 1 and "independent kernel: rejected: no" in out and len(err.strip().splitlines()) == 1
+
+
+def test_an_input_fixed_to_a_point_and_a_leaf_off_that_point(capsys, tmp_path):
+    """``(= X_1 1/2)``: the box has an axis of width 0; the leaves cover it, and a leaf moved off
+    ``X_1 = 1/2`` lies outside the box."""
+    (tmp_path / "p.vnnlib").write_text((DATA / "holds.vnnlib").read_text().replace(
+        "(assert (and (>= X_1 0) (<= X_1 1)))", "(assert (= X_1 1/2))"))
+    code, out, err = run_cli(capsys, "certify", "--model", str(DATA / "residual_model.json"), "--spec",
+                             str(tmp_path / "p.vnnlib"), "--out", str(tmp_path / "c.json"), "--timeout", "120")
+    assert code == 0, err
+    cert = json.loads((tmp_path / "c.json").read_text())
+    assert all(leaf[0][1] == leaf[1][1] == "1/2" for leaf in cert["leaves"])
+    ok, reason = symbounds_kernel.check_file(str(tmp_path / "c.json"))
+    assert ok, reason
+    cert["leaves"][0][0][1] = cert["leaves"][0][1][1] = "5/8"
+    ok, reason = _kernel(cert, tmp_path, "moved.json")
+    assert not ok and "leaf 0 is not a box inside" in reason, reason
