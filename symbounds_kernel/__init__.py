@@ -8,6 +8,7 @@ box with its own first-order Taylor models on python-flint's Arb balls.
 0 (accepted), 1 (rejected) or 2 (unreadable).
 """
 
+from .property import FORMAT as PROPERTY_FORMAT, check_property
 from .read import Rejected, Unreadable, read_json
 from .verify import check
 
@@ -18,7 +19,8 @@ def check_file(path: str, progress=None) -> tuple[bool, str]:
     """``(True, summary)`` or ``(False, reason)``; :class:`Unreadable` if it is no certificate file."""
     cert = read_json(path)
     try:
-        return True, check(cert, progress)
+        proper = isinstance(cert, dict) and cert.get("format") == PROPERTY_FORMAT
+        return True, (check_property if proper else check)(cert, progress)
     except Rejected as e:
         return False, str(e)
     except (ArithmeticError, ValueError, TypeError, RecursionError) as e:

@@ -174,6 +174,10 @@ class Network:
 
     def enclose(self, lo, hi):
         """A ball containing ``T(x)`` for every ``x`` of the box ``[lo, hi]`` (Fractions)."""
+        return tm.enclosure(*self.taylor(lo, hi))
+
+    def taylor(self, lo, hi):
+        """``(t, h)``: a Taylor model ``t`` of ``T`` over the box, in ``delta = x - centre``, ``|delta| <= h``."""
         d = self.d
         x0 = [_ball((a + b) / 2) for a, b in zip(lo, hi)]
         h = [_ball((b - a) / 2) for a, b in zip(lo, hi)]
@@ -192,7 +196,7 @@ class Network:
                 Z = _attention(layer, Z, queries, h, d, self.need[i])
                 if i == self.last_attention:
                     cols = [self.readout[1]]
-        return tm.enclosure(Z[self.readout[0]][cols.index(self.readout[1])], h)
+        return Z[self.readout[0]][cols.index(self.readout[1])], h
 
 
 def _weights(kind, scores):

@@ -71,6 +71,7 @@ def test_a_property_that_holds_is_unsat_with_a_certificate_check_accepts(capsys,
     assert res.read_text() == "unsat\n"
     code, out, err = run_cli(capsys, "check", str(cert))
     assert code == 0 and "property certificate valid" in out, err
+    assert "independent kernel: accepted: " in out and "unsat" in out.rsplit("independent kernel", 1)[1]
     # the certificate of the network re-checked against a tampered network: rejected
     c = json.loads(cert.read_text())
     from symbounds.core.boxes import digest
