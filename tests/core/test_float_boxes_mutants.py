@@ -1262,3 +1262,21 @@ def test_enclose_gives_a_centre_enclosure_that_contains_the_value_at_the_centre(
     for b in range(3):
         vlo, vhi = true_value(model, ((los[b][0] + his[b][0]) / 2,))
         assert exact(clo[b]) <= vlo and vhi <= exact(chi[b]), b
+
+
+# ------------------------------------------------------------------------------------------
+# found by the fourth pass's second run (the evaluator's weight slots, batching and refusals)
+
+
+def test_enclose_returns_arrays_of_doubles_flags_and_indices():
+    """``enclose`` gives its ends and centre enclosures as float64 arrays, ``ok`` as bools and
+    the split axis as int64: not object arrays holding Python floats (what NumPy makes of an
+    array first filled with ``None`` and then given the batch's values)."""
+    from symbounds.core.float_boxes import evaluator
+
+    ev = evaluator(_ffn_bias_model(F(1, 3)))
+    ev.setup()
+    lo, hi, ok, clo, chi, axis = ev.enclose([(F(0),), (F(-1, 2),)], [(F(1, 4),), (F(1, 2),)])
+    assert [a.dtype for a in (lo, hi, clo, chi)] == [np.float64] * 4
+    assert ok.dtype == bool and ok.all() and axis.dtype == np.int64
+    assert all(a <= b for a, b in zip(lo, hi))
