@@ -1280,3 +1280,25 @@ def test_enclose_returns_arrays_of_doubles_flags_and_indices():
     assert [a.dtype for a in (lo, hi, clo, chi)] == [np.float64] * 4
     assert ok.dtype == bool and ok.all() and axis.dtype == np.int64
     assert all(a <= b for a, b in zip(lo, hi))
+
+
+def test_enclose_in_batches_encloses_every_box_as_one_batch_does(monkeypatch):
+    """With the batch size forced to 2, five boxes go in three batches (the last one short):
+    every box must get the values it gets in a single batch, and be ok."""
+    from symbounds.core import float_boxes as fb
+
+    ev = fb.evaluator(_ffn_bias_model(F(1, 3)))
+    ev.setup()
+    los = [(F(k, 4) - 1,) for k in range(5)]
+    his = [(F(k, 4) - F(7, 8),) for k in range(5)]
+    monkeypatch.setattr(fb, "_BATCH_ENTRIES", 2 * ev._entries_per_box())
+    seen = []
+    batch = ev._batch
+    ev._batch = lambda x0, h: (seen.append(len(x0)), batch(x0, h))[1]
+    parts = ev.enclose(los, his)
+    assert seen == [2, 2, 1] and parts[2].all()
+    monkeypatch.undo()
+    ev._batch = batch
+    whole = ev.enclose(los, his)
+    for a, b in zip(whole, parts):
+        assert a.tolist() == b.tolist()
