@@ -1262,3 +1262,43 @@ def test_enclose_gives_a_centre_enclosure_that_contains_the_value_at_the_centre(
     for b in range(3):
         vlo, vhi = true_value(model, ((los[b][0] + his[b][0]) / 2,))
         assert exact(clo[b]) <= vlo and vhi <= exact(chi[b]), b
+
+
+# ------------------------------------------------------------------------------------------
+# found by the fourth pass's second run (the evaluator's weight slots, batching and refusals)
+
+
+def test_enclose_returns_arrays_of_doubles_flags_and_indices():
+    """``enclose`` gives its ends and centre enclosures as float64 arrays, ``ok`` as bools and
+    the split axis as int64: not object arrays holding Python floats (what NumPy makes of an
+    array first filled with ``None`` and then given the batch's values)."""
+    from symbounds.core.float_boxes import evaluator
+
+    ev = evaluator(_ffn_bias_model(F(1, 3)))
+    ev.setup()
+    lo, hi, ok, clo, chi, axis = ev.enclose([(F(0),), (F(-1, 2),)], [(F(1, 4),), (F(1, 2),)])
+    assert [a.dtype for a in (lo, hi, clo, chi)] == [np.float64] * 4
+    assert ok.dtype == bool and ok.all() and axis.dtype == np.int64
+    assert all(a <= b for a, b in zip(lo, hi))
+
+
+def test_enclose_in_batches_encloses_every_box_as_one_batch_does(monkeypatch):
+    """With the batch size forced to 2, five boxes go in three batches (the last one short):
+    every box must get the values it gets in a single batch, and be ok."""
+    from symbounds.core import float_boxes as fb
+
+    ev = fb.evaluator(_ffn_bias_model(F(1, 3)))
+    ev.setup()
+    los = [(F(k, 4) - 1,) for k in range(5)]
+    his = [(F(k, 4) - F(7, 8),) for k in range(5)]
+    monkeypatch.setattr(fb, "_BATCH_ENTRIES", 2 * ev._entries_per_box())
+    seen = []
+    batch = ev._batch
+    ev._batch = lambda x0, h: (seen.append(len(x0)), batch(x0, h))[1]
+    parts = ev.enclose(los, his)
+    assert seen == [2, 2, 1] and parts[2].all()
+    monkeypatch.undo()
+    ev._batch = batch
+    whole = ev.enclose(los, his)
+    for a, b in zip(whole, parts):
+        assert a.tolist() == b.tolist()
