@@ -675,3 +675,21 @@ def test_scores_beyond_float_precision_are_told_apart(unit):
     _check_structure(S, layer, tokens, [0])
     assert S.ids[S.cls[0, 0], 1] != S.ids[S.cls[0, 2], 2]
     assert len(S.score_rep) == 6  # t_j t_k for j <= k: all different
+
+
+@pytest.mark.parametrize("q", [Rational(3, 8), Rational(5, 12)], ids=["L=8", "L=12"])
+def test_a_query_functional_ending_in_a_real_term_is_kept_whole(q):
+    """``cos(pi q)`` for ``q = 3/8`` (``L = 8``) has the canonical form ``-i/2 X + 1/2 X^3``: an
+    imaginary term, then a real one; for ``q = 5/12`` (``L = 12``) ``-i/2 X + 1/2 X^5``.  With the
+    tokens ``cos(pi q)`` and ``1`` and ``B = 1`` the scores ``t_0 t_1`` and ``t_1 t_0`` are one
+    number (the same product), so they must share an id: the query functionals ``u_j = t_j`` are
+    kept to their last term, real or imaginary (read from the imaginary parts alone, the width
+    drops the real ``X^3`` term of ``u_0``, and ``u_0 t_1`` no longer matches ``u_1 t_0``)."""
+    tokens = [[cospi(q), Integer(1)]]
+    layer = Attention((_head([[1]], [[1]]),), "softmax", Integer(0))
+    S = ss.structure(layer, tokens, [0])
+    assert S.ids[S.cls[0, 0], 1] == S.ids[S.cls[0, 1], 0]
+    assert len(S.score_rep) == 3  # cos^2, cos, 1: three values
+    assert len({key(num(a) * num(b)) for a in tokens[0] for b in tokens[0]}) == 3
+    if q.q == 8:  # a power of two: formally equal and equal in value agree both ways
+        _check_structure(S, layer, tokens, [0])
