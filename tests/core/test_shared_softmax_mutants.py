@@ -675,3 +675,47 @@ def test_scores_beyond_float_precision_are_told_apart(unit):
     _check_structure(S, layer, tokens, [0])
     assert S.ids[S.cls[0, 0], 1] != S.ids[S.cls[0, 2], 2]
     assert len(S.score_rep) == 6  # t_j t_k for j <= k: all different
+
+
+
+def _pair(a, b):
+    return [[a, b]]
+
+
+# canonical forms (L = 16 unless said): cos(5 pi/16) = -i/2 X^3 + 1/2 X^5, cos(7 pi/16) = -i/2 X + 1/2 X^7
+# (an imaginary term, then a real one); -sin(5 pi/16) = -1/2 X^3 + i/2 X^5, -sin(7 pi/16) =
+# -1/2 X + i/2 X^7 (a real term, then an imaginary one); cos(5 pi/12) = -i/2 X + 1/2 X^5 (L = 12)
+PAIRS = {
+    "cos-3/8-and-1": _pair(cospi(Rational(3, 8)), Integer(1)),
+    "cos-5/12-and-1": _pair(cospi(Rational(5, 12)), Integer(1)),
+    "imaginary-then-real": _pair(cospi(Rational(5, 16)), cospi(Rational(7, 16))),
+    "real-then-imaginary": _pair(-sinpi(Rational(5, 16)), -sinpi(Rational(7, 16))),
+}
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_query_functionals_are_kept_to_their_last_term(name):
+    """Two tokens ``a``, ``b`` on one row read and ``B = 1``: the scores ``a b`` and ``b a`` are one
+    number (the same product), so they share an id, and ``a^2``, ``a b``, ``b^2`` are the three
+    distinct scores.  Every token here ends, in its canonical form, in a term that is real only
+    or imaginary only, of the same column in both: the query functionals ``u_j = t_j`` must be kept
+    to their last nonzero term whichever part holds it (a width read from one part alone, or
+    from a coefficient compared with 1, drops it, and ``u_0 b`` no longer matches ``u_1 a``)."""
+    tokens = PAIRS[name]
+    layer = Attention((_head([[1]], [[1]]),), "softmax", Integer(0))
+    S = ss.structure(layer, tokens, [0])
+    assert S.ids[S.cls[0, 0], 1] == S.ids[S.cls[0, 1], 0]
+    assert len({key(num(a) * num(b)) for a in tokens[0] for b in tokens[0]}) == 3
+    assert len(S.score_rep) == 3
+    if "12" not in name:  # L a power of two: formally equal and equal in value agree both ways
+        _check_structure(S, layer, tokens, [0])
+
+
+def test_functionals_that_are_all_zero_score_zero():
+    """A layer whose only head has ``W_Q`` zero on the rows read (``W_K`` reads a row): every
+    query functional is zero, one row class, every score 0 (one id)."""
+    tokens = _tokens(4)
+    layer = Attention((_head([[0, 0, 0]], [[0, 1, 0]]),), "softmax", Integer(0))
+    S = ss.structure(layer, tokens, [0])
+    _check_structure(S, layer, tokens, [0])
+    assert len(S.class_rep) == 1 and len(S.score_rep) == 1 and len(S.group_rep) == 1

@@ -472,3 +472,30 @@ def test_centre_verdicts_find_a_violation_on_either_side_of_the_target():
         verdicts, est = _centre_verdicts(ball, g, xs, compile_target(g, 1), [c], [t], [t], [F(1, 2)])
         assert isinstance(verdicts[0], want) and (want is str or verdicts[0] is False), (text, t, verdicts)
         assert abs(est[0] - (0.75 if want is str else 0.25)) < 1e-12
+
+
+class _FloatsFail:
+    """A float evaluator that encloses no box (as for a division by a range holding 0)."""
+
+    def enclose(self, los, his):
+        import numpy as np
+
+        n = len(los)
+        nan = np.full(n, np.nan)
+        return nan, nan, np.zeros(n, bool), nan, nan, np.full(n, -1)
+
+
+def test_a_box_the_floats_cannot_enclose_gets_the_arb_bound():
+    """``box_bounds`` with a float evaluator that fails on every box: each box gets exactly the
+    Arb bound of ``box_bound`` (an exact rational above ``max |x - x^2/2|`` over the box), or None
+    with ``arb=False`` -- never a placeholder."""
+    from symbounds.core.boxes import box_bounds
+
+    x = sympy.Symbol("x1", real=True)
+    g = x**2 / 2
+    boxes = [Box((F(0),), (F(1, 2),)), Box((F(1, 2),), (F(1),))]
+    want = [box_bound(identity_model(), g, 1, b, PREC) for b in boxes]
+    assert all(isinstance(w, F) for w in want)
+    assert want[0] >= F(3, 8) and want[1] >= F(1, 2)  # |x - x^2/2| at x = 1/2 and x = 1
+    assert box_bounds(identity_model(), g, 1, boxes, PREC, fast=_FloatsFail()) == want
+    assert box_bounds(identity_model(), g, 1, boxes, PREC, fast=_FloatsFail(), arb=False) == [None, None]
