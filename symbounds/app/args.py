@@ -15,6 +15,7 @@ from fractions import Fraction
 # ``symbounds --version`` and ``--help`` start without them (benchmarks/bench_startup.py).
 
 __all__ = ["UsageError", "Parser", "number", "point", "add_instance_args", "instance", "check_out_folders", "Bar",
+           "kernel_verdict",
            "show_progress", "written", "FIGURE_FORMATS", "add_digits_argument", "digits", "DEFAULT_DIGITS",
            "int_list", "number_list", "precision", "MAX_PREC", "random_interp_dataset"]
 
@@ -349,6 +350,28 @@ def _is_terminal(stream) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def kernel_verdict(args, full: int, unit: str) -> int:
+    """Run the independent checker kernel on ``args.certificate`` after the full check (whose exit
+    status is ``full``), print its verdict, and return the command's exit status: 0 only when both
+    accept.  ``unit`` names what the kernel re-checks in the progress bar ("boxes", "leaves")."""
+    import sys
+
+    import symbounds_kernel
+
+    bar = Bar(args, "box")
+    try:
+        ok, reason = symbounds_kernel.check_file(
+            args.certificate, progress=lambda done, total: bar(done, total, f"{unit} re-checked by the kernel"))
+    except symbounds_kernel.Unreadable as e:
+        ok, reason = False, str(e)
+    finally:
+        bar.close()
+    print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}")
+    if not ok and not full:
+        print(f"symbounds: certificate rejected by the independent kernel: {reason}", file=sys.stderr)
+    return 1 if full or not ok else 0
 
 
 def written(path) -> None:

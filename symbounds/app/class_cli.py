@@ -21,7 +21,7 @@ from ..papers.shi_liao.class_certificate import (
     check_class_certificate,
     write_class_certificate,
 )
-from .args import Bar, UsageError, instance, precision
+from .args import Bar, UsageError, instance, kernel_verdict, precision
 from .usermodel import STOPPED, check_certificate_out, save_certificate, timeout_seconds
 
 __all__ = ["is_class_certificate", "run_class_certify", "run_class_check"]
@@ -101,8 +101,6 @@ def _no_float(text):
 
 def run_class_check(args, cert: dict) -> int:
     """The full re-verification, then the independent kernel (docs/checking.md); 0 if both accept."""
-    import symbounds_kernel
-
     bar = Bar(args, "box")
     full = 0
     try:
@@ -116,15 +114,4 @@ def run_class_check(args, cert: dict) -> int:
         print(f"class certificate valid: {info['boxes']} boxes cover [0,1]^{info['d']}, every box re-evaluated; "
               f"for every target of the class, sup |T_g - g| <= {decimal_up(Fraction(info['max_bound']), 6)} <= "
               f"eps = {info['eps']} (worst target certified >= {decimal_down(Fraction(info['lower']), 6)})")
-    bar = Bar(args, "box")
-    try:
-        ok, reason = symbounds_kernel.check_file(
-            args.certificate, progress=lambda done, total: bar(done, total, "boxes re-checked by the kernel"))
-    except symbounds_kernel.Unreadable as e:
-        ok, reason = False, str(e)
-    finally:
-        bar.close()
-    print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}")
-    if not ok and not full:
-        print(f"symbounds: certificate rejected by the independent kernel: {reason}", file=sys.stderr)
-    return 1 if full or not ok else 0
+    return kernel_verdict(args, full, "boxes")

@@ -28,6 +28,7 @@ from .args import (
     check_out_folders,
     digits,
     instance,
+    kernel_verdict,
     int_list,
     number,
     number_list,
@@ -377,20 +378,7 @@ def _check(args) -> int:
     if not full:
         print(f"certificate valid: {info['boxes']} boxes cover [0,1]^{info['d']}, every box re-evaluated, "
               f"sup |T - g| <= {decimal_up(Fraction(info['max_bound']), 6)} <= eps = {info['eps']}")
-    import symbounds_kernel
-
-    bar = Bar(args, "box")
-    try:
-        ok, reason = symbounds_kernel.check_file(
-            args.certificate, progress=lambda done, total: bar(done, total, "boxes re-checked by the kernel"))
-    except symbounds_kernel.Unreadable as e:
-        ok, reason = False, str(e)
-    finally:
-        bar.close()
-    print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}")
-    if not ok and not full:
-        print(f"symbounds: certificate rejected by the independent kernel: {reason}", file=sys.stderr)
-    return 1 if full or not ok else 0
+    return kernel_verdict(args, full, "boxes")
 
 
 def _sweep(args) -> int:

@@ -332,7 +332,7 @@ def is_property_certificate(path: str) -> dict | None:
 
 def run_property_check(args, cert: dict) -> int:
     from ..core.property_certificate import PropertyCertificateError, check_property_certificate
-    from .args import Bar
+    from .args import Bar, kernel_verdict
 
     bar = Bar(args, "box")
     full = 0
@@ -348,17 +348,4 @@ def run_property_check(args, cert: dict) -> int:
         print(f"property certificate valid: {info['leaves']} leaves cover the input box of "
               f"{src.get('property', 'the property')} ({info['inputs']} inputs; {info['nodes']} boxes re-evaluated); "
               f"on each, none of the {info['alternatives']} unsafe alternative(s) is reachable: unsat")
-    import symbounds_kernel
-
-    bar = Bar(args, "box")
-    try:
-        ok, reason = symbounds_kernel.check_file(
-            args.certificate, progress=lambda done, total: bar(done, total, "leaves re-checked by the kernel"))
-    except symbounds_kernel.Unreadable as e:
-        ok, reason = False, str(e)
-    finally:
-        bar.close()
-    print(f"independent kernel: {'accepted' if ok else 'rejected'}: {reason}")
-    if not ok and not full:
-        print(f"symbounds: certificate rejected by the independent kernel: {reason}", file=sys.stderr)
-    return 1 if full or not ok else 0
+    return kernel_verdict(args, full, "leaves")
