@@ -450,10 +450,14 @@ def _report(args, text: str) -> None:
 def _emit(args, text: str, res, model_prec: int) -> int:
     """The end of a run: the model file (``--export``), the report (:func:`_report`), and the run's
     exit code."""
-    from ..core.modelfile import export_model
+    from ..core.modelfile import ModelFileError, export_model
 
     if args.export:
-        export_model(res.model, args.export, model_prec)
+        try:
+            export_model(res.model, args.export, model_prec)
+        except ModelFileError as e:
+            _report(args, text)  # the run's result is still worth reading; then the one-line error
+            raise UsageError(f"--export {args.export}: {e}") from None
         written(args.export)
     _report(args, text)
     return res.exit_code

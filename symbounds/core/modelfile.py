@@ -23,6 +23,7 @@ into exact ``Fraction`` values; every malformed part gives a one-line :class:`Mo
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 
 import sympy
@@ -98,7 +99,18 @@ def model_to_json(model: Transformer, prec: int = 128) -> dict:
 
 
 def export_model(model: Transformer, path: str, prec: int = 128) -> None:
-    atomic_write(path, json.dumps(model_to_json(model, prec), separators=(",", ":")) + "\n")
+    """Write ``model`` to ``path`` (atomically), after reading the JSON back with this module's own
+    reader: a model whose numbers the reader refuses (a weight above ``10^1000``, a rational of more
+    than 4000 digits) raises :class:`ModelFileError` and nothing is written."""
+    data = model_to_json(model, prec)
+    try:
+        model_from_json(data)
+    except ModelFileError as e:
+        exps = [abs(int(m.group(1))) for m in re.finditer(r'e([+-]?[0-9]+)"', json.dumps(data["layers"]))]
+        why = (f"the network has a weight of about 10^{max(exps)}, beyond the decimal exponents up to 1000 "
+               "that a model file holds" if exps and max(exps) > 1000 else str(e))
+        raise ModelFileError(f"not written: {why}") from None
+    atomic_write(path, json.dumps(data, separators=(",", ":")) + "\n")
 
 
 # ------------------------------------------------------------------------------------------

@@ -147,6 +147,25 @@ def test_pou_with_a_target_beyond_its_bound_prints_the_report_and_refutes_it(cap
     assert "2.0265464745" in out and "e+1042" in out
 
 
+def test_pou_export_of_weights_beyond_a_model_file_writes_nothing_and_keeps_the_earlier_file(capsys, tmp_path):
+    """``--export`` reads its JSON back before writing: a file the reader would refuse (a weight of
+    e^(2400 (1 - 1/80)) = 10^1029.27 at P = 40) is not written; the report still prints, then one
+    error line, exit 2, and an earlier file at the path is untouched."""
+    path = tmp_path / "net.json"
+    path.write_text("earlier\n")
+    code, out, err = run_cli(capsys, "pou", "--target", "exp(2400*x1)", "--quiet", "--export", str(path))
+    line = _one_error_line(err)
+    assert code == 2 and path.read_text() == "earlier\n"
+    assert "verdict: refuted" in out  # the report of the completed run
+    assert str(path) in line and "10^1029" in line and "not written" in line
+    # a readable instance still exports, and the file reads back
+    code, _, err = run_cli(capsys, "pou", "--quiet", "--export", str(path))
+    assert code == 0 and _written(err) == [str(path)]
+    from symbounds.core.modelfile import load_model
+
+    assert load_model(str(path)).layers
+
+
 def test_certify_with_weights_beyond_a_model_file_names_the_instance_not_a_field(capsys, tmp_path):
     out_file = tmp_path / "c.json"
     code, out, err = run_cli(capsys, "certify", "--target", "exp(2400*x1)", "--quiet", "--out", str(out_file))
