@@ -532,6 +532,19 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
     def still_open(extra=()):
         return [(b, e) for _, _, b, e in heap] + small + list(extra)
 
+    def admit(pairs):
+        """Each new ``(box, enclosure)``: decided (recorded with its volume), or queued by priority."""
+        nonlocal done_volume, tick
+        for b, e in pairs:
+            if e is not None and problem.decide(b, e) is Verdict.PROVED:
+                decided.append((b, e))
+                done_volume += measure(b, axes)
+                continue
+            tick += 1
+            heapq.heappush(heap, (problem.priority(b, e), tick, b, e))
+        if progress is not None:
+            progress(done_volume / total if total else Fraction(0), evaluated)
+
     evaluated = 0
     if problem.falsify:
         cex = _falsify(problem, ev, box, rng, limits.samples, pool, deadline)
@@ -547,15 +560,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         if hit is not None:
             return finish(Verdict.REFUTED, hit, list(zip(starts, encs)))
         _remember(pool, cs, ys, problem)
-    for b, e in zip(starts, encs):
-        if e is not None and problem.decide(b, e) is Verdict.PROVED:
-            decided.append((b, e))
-            done_volume += measure(b, axes)
-            continue
-        tick += 1
-        heapq.heappush(heap, (problem.priority(b, e), tick, b, e))
-    if progress is not None:
-        progress(done_volume / total if total else Fraction(0), evaluated)
+    admit(zip(starts, encs))
     batch = ev.batch
     last_descent = time.monotonic()
     descending = 0.0
@@ -608,15 +613,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             descending += last_descent - now
             if hit is not None:
                 return finish(Verdict.REFUTED, hit, still_open(zip(children, encs)))
-        for c, e in zip(children, encs):
-            if e is not None and problem.decide(c, e) is Verdict.PROVED:
-                decided.append((c, e))
-                done_volume += measure(c, axes)
-                continue
-            tick += 1
-            heapq.heappush(heap, (problem.priority(c, e), tick, c, e))
-        if progress is not None:
-            progress(done_volume / total if total else Fraction(0), evaluated)
+        admit(zip(children, encs))
     opened = still_open()
     if stopped is None and small:
         stopped = "min-width"
