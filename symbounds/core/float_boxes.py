@@ -353,8 +353,8 @@ class FloatBoxEvaluator:
                 self.layers.append(_FloatFeedForward(W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer.skip), conv),
                                                      st.relu_pairs[i]))
         conv = _converter(ball)
-        self.base = _matrix(_pick(model.embedding.base, num.base), conv)
-        self.E = _matrix(_pick(model.embedding.E, num.E), conv)
+        self.base = _matrix(_pick(model.embedding.base, num.embedding.base), conv)
+        self.E = _matrix(_pick(model.embedding.E, num.embedding.E), conv)
         self.readout = model.readout
         self.needed = st.needed_columns
         self.prefix = st.affine_prefix

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["AttentionWeights", "FeedForwardWeights", "HeadWeights", "Run"]
+__all__ = ["AttentionWeights", "EmbeddingWeights", "FeedForwardWeights", "HeadWeights", "Run"]
 
 
 @dataclass
@@ -51,6 +51,26 @@ class Run:
         val = None if S is None else ev.shared_weights(S, layer, Z)
         self.cache[key] = val
         return val
+
+
+@dataclass(frozen=True, eq=False)
+class EmbeddingWeights:
+    """The embedding of a vector input: ``Z_0 = base``, plus ``E x`` added to column ``column``."""
+
+    base: list  # D x n
+    E: list  # D x d
+    column: int
+
+    def apply(self, ev, xs):
+        """``Z_0`` at the input ``xs`` (numbers of the evaluator's context): only the rows with a
+        nonzero weight in ``E`` change."""
+        Ex = ev.linear(self.E, [[v] for v in xs])
+        Z = [list(row) for row in self.base]
+        j = self.column
+        for r, erow in enumerate(self.E):
+            if not all(ev.is_zero(e) for e in erow):
+                Z[r][j] = Z[r][j] + Ex[r][0]
+        return Z
 
 
 @dataclass(frozen=True, eq=False)

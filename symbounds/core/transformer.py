@@ -44,7 +44,7 @@ import sympy
 
 from .contexts import Context
 from .evaluator import ScalarEvaluator
-from .layers import AttentionWeights, FeedForwardWeights, HeadWeights, Run
+from .layers import AttentionWeights, EmbeddingWeights, FeedForwardWeights, HeadWeights, Run
 from .network import (
     Attention,
     Embedding,
@@ -248,8 +248,7 @@ class _NumericModel:
                     self.layers.append(FeedForwardWeights(i, mat(layer.W1), vec(layer.b1), mat(layer.W2),
                                                           vec(layer.b2), conv(layer.skip), pairs[i]))
             emb = model.embedding
-            self.base = mat(emb.base) if emb is not None else None
-            self.E = mat(emb.E) if emb is not None else None
+            self.embedding = None if emb is None else EmbeddingWeights(mat(emb.base), mat(emb.E), emb.column)
         self.attention_cache: dict = {}
 
 
@@ -277,20 +276,10 @@ def embed(ctx: Context, model: Transformer, x) -> list:
         if model.input == "tokens":
             return [[ctx.convert(v) for v in row] for row in x]
         xs = [ctx.convert(v) for v in x]
-        emb = model.embedding
-        if len(xs) != len(emb.E[0]):
-            raise ValueError(f"input has {len(xs)} coordinates, the model expects {len(emb.E[0])}")
-        Z = [list(row) for row in num.base]
-        for r, erow in enumerate(num.E):
-            add = ctx.zero
-            nz = False
-            for e, xi in zip(erow, xs):
-                if not ctx.is_zero(e):
-                    add = add + e * xi
-                    nz = True
-            if nz:
-                Z[r][emb.column] = Z[r][emb.column] + add
-        return Z
+        d = len(model.embedding.E[0])
+        if len(xs) != d:
+            raise ValueError(f"input has {len(xs)} coordinates, the model expects {d}")
+        return num.embedding.apply(ScalarEvaluator(ctx), xs)
 
 
 def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: int | None = None,
