@@ -375,3 +375,32 @@ def test_the_matrix_product_primitive_of_each_context(seed):
                 for j in range(c):
                     lo, hi = _mp_of_arb(out[i][j])
                     assert lo <= ref[i][j] <= hi
+
+
+def test_the_structure_of_a_hand_worked_network():
+    """Every field of ``ModelStructure`` on a network worked by hand, found once per model."""
+    base = ((1, 0), (0, 1), (0, 0))
+    E = ((0,), (0,), (1,))  # the input reaches row 2 of column 0 only
+    values = Head(((1, 0, 0),), ((1, 0, 0),), ((0, 0, 1),), ((0,), (0,), (1,)))  # scores positional
+    silent = Head(((0, 1, 0),), ((0, 1, 0),), ((1, 0, 0),), ((0,), (0,), (0,)))  # W_O = 0
+    att = Attention((values, silent), "softmax", 1)
+    ffn = FeedForward(((0, 0, 1), (0, 0, -1)), (0, 0), ((0, 0), (0, 0), (2, -2)), (0, 0, 0), 1)  # a ReLU pair
+    model = Transformer((att, ffn), Embedding(base, E, 0), Readout(2, 0))
+    st = model.structure()
+    assert st is model.structure()
+    assert dict(st.constant_heads) == {(0, 0): "scores", (0, 1): "output"}
+    assert st.silent_heads == {(0, 1)}
+    assert st.relu_pairs == ((), ((0, 1),))
+    assert st.affine_prefix == 2  # constant scores, then a ReLU pair on the input row
+    assert dict(st.needed_columns) == {1: (0,), 0: (0,)}
+    assert dict(st.first_value_columns) == {0: [0], 1: [0]}
+    assert [[bool(v) for v in row] for row in st.prefix_dependence] == [[False, False], [False, False], [True, True]]
+    # the value: z_2 after the head is x + (pi_00 x at column 0, pi_10 x at column 1); the pair adds
+    # 2 (relu(y) - relu(-y)) = 2 y, so the readout is 3 (x + pi_00 x) with pi_00 = e / (e + 1)
+    x = F(1, 3)
+    with mpmath.workprec(300):
+        w = mpmath.e / (mpmath.e + 1)
+        ref = 3 * (mpmath.mpf(1) / 3) * (1 + w)
+    assert _inside(ref, *_mp_of_arb(forward(BallContext(128), model, [x])))
+    copy = dataclasses.replace(model, share_softmax=False)
+    assert copy.structure() is not st and not copy.structure().share_softmax
