@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from np_forward import NumpyModel  # noqa: E402
 
 from symbounds.core.contexts import BallContext, MPContext  # noqa: E402
+from symbounds.core.evaluator import ScalarEvaluator  # noqa: E402
 from symbounds.core.modelfile import model_to_json  # noqa: E402
-from symbounds.core.transformer import _attention_matrix, forward  # noqa: E402
+from symbounds.core.transformer import forward  # noqa: E402
 from symbounds.papers import shi_liao as sl  # noqa: E402
 
 EPS = {64: "19/50", 256: "9/50", 1024: "9/100"}  # m = 8, 16, 32 per axis with C_H = 1 (d = 2)
@@ -38,13 +39,13 @@ def timed(f):
 def one_head_seconds(ctx, model):
     """Time one layer-1 head's P x P softmax weights in ctx (for extrapolation)."""
     num = model.numeric(ctx)
-    _, kind, _, tau, heads = num.layers[0]
-    WQ, WK = heads[0][0], heads[0][1]
+    layer = num.layers[0]
+    kind, tau, WQ, WK = layer.kind, layer.tau, layer.heads[0].W_Q, layer.heads[0].W_K
     from symbounds.core.transformer import embed
 
     Z = embed(ctx, model, (Fraction(1, 3), Fraction(1, 5)))
     with ctx.scope():
-        return timed(lambda: _attention_matrix(ctx, kind, tau, WQ, WK, Z))[0]
+        return timed(lambda: ScalarEvaluator(ctx).attention_matrix(kind, tau, WQ, WK, Z))[0]
 
 
 def main():

@@ -15,7 +15,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from symbounds.core.contexts import BallContext, MPContext  # noqa: E402
-from symbounds.core.transformer import _attention_matrix, embed  # noqa: E402
+from symbounds.core.evaluator import ScalarEvaluator  # noqa: E402
+from symbounds.core.transformer import embed  # noqa: E402
 from symbounds.papers import shi_liao as sl  # noqa: E402
 
 EPS = {64: "19/50", 256: "9/50", 1024: "9/100"}
@@ -23,11 +24,12 @@ EPS = {64: "19/50", 256: "9/50", 1024: "9/100"}
 
 def head_seconds(ctx, model):
     num = model.numeric(ctx)
-    _, kind, _, tau, heads = num.layers[0]
+    layer = num.layers[0]
+    kind, tau, heads = layer.kind, layer.tau, layer.heads
     Z = embed(ctx, model, (Fraction(1, 3), Fraction(1, 5)))
     with ctx.scope():
         t = time.perf_counter()
-        _attention_matrix(ctx, kind, tau, heads[0][0], heads[0][1], Z)
+        ScalarEvaluator(ctx).attention_matrix(kind, tau, heads[0].W_Q, heads[0].W_K, Z)
         return time.perf_counter() - t
 
 

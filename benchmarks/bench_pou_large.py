@@ -40,8 +40,7 @@ def one(P: int, points: int) -> str:
     assert K.P == P, (P, K.P)
     model = sl.build(K)
     t1 = time.process_time()
-    model.analyse()
-    T._shared_structure(model, 0)
+    model.structure().shared_softmax  # the exact analysis and the sharing structure
     T.forward(BallContext(128), model, (Fraction(1, 3), Fraction(1, 5)))
     t2 = time.process_time()
     build, constants = sl.build, sl.constants

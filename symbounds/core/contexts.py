@@ -191,6 +191,29 @@ class Context:
         contexts of models over a box, which borrow their ball context's)."""
         return self
 
+    # --- matrix products --------------------------------------------------------------------------
+    def matrix(self, rows):
+        """``rows`` (a list of rows of this context's numbers) as an operand of :meth:`matmul`,
+        converted once when it is the factor of several products."""
+        return rows
+
+    def matmul(self, A, B) -> list:
+        """``A @ B`` as a list of rows, for ``A`` and ``B`` lists of rows or :meth:`matrix`
+        operands: row by row, ``out[r] = sum_c A[r][c] B[c]`` summed in ascending ``c``, exact
+        zeros of ``A`` skipped (``0 * finite`` is exactly 0).  A context with a matrix type of its
+        own (Arb balls) multiplies in it."""
+        n = len(B[0]) if B else 0
+        zero = self.zero
+        out = []
+        for row in A:
+            acc = [zero] * n
+            for a, brow in zip(row, B):
+                if self.is_zero(a):
+                    continue
+                acc = [s + a * b for s, b in zip(acc, brow)]
+            out.append(acc)
+        return out
+
     # --- elementary functions (overridden where they exist) ---------------------------------------
     def exp(self, x):
         raise ExactUnsupported(f"{self.name} context cannot evaluate exp")
@@ -356,6 +379,14 @@ class BallContext(Context):
     def rational(self, p, q=1):
         with self.scope():
             return flint.arb(flint.fmpq(p, q))
+
+    def matrix(self, rows):
+        return rows if isinstance(rows, flint.arb_mat) else flint.arb_mat(rows)
+
+    def matmul(self, A, B) -> list:
+        """``A @ B`` by Arb's matrix product (call within :meth:`scope`): each entry a ball
+        containing the exact sum of products of the entries' values."""
+        return (self.matrix(A) * self.matrix(B)).tolist()
 
     def _convert_native(self, v):
         if isinstance(v, flint.arb):

@@ -27,6 +27,7 @@ else (hardmax attention, token input) makes :func:`evaluator` return None, and t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import flint
@@ -36,7 +37,8 @@ import sympy
 from . import outward as fo
 from .contexts import BallContext
 from .exact import arb_to_fraction, as_fraction
-from .transformer import Attention, Transformer, linear_pairs, needed_rows, value_columns
+from .network import Attention
+from .transformer import Transformer
 
 __all__ = ["FTM", "FloatBoxEvaluator", "evaluator"]
 
@@ -278,6 +280,41 @@ def _matrix(M, conv):
     return Wm, (Wr if Wr.any() else None)
 
 
+@dataclass(frozen=True, eq=False)
+class _FloatHead:
+    """One head's weights as float balls ``(Wm, Wr)``; ``const``: its scores are input independent;
+    ``value_columns``: the tokens whose values can be nonzero (first layer only, else None)."""
+
+    index: int
+    W_Q: tuple
+    W_K: tuple
+    W_V: tuple
+    W_O: tuple
+    const: bool
+    value_columns: list | None
+
+
+@dataclass(frozen=True, eq=False)
+class _FloatAttention:
+    """An attention layer's non-silent heads, skip weight and ``1/tau`` (None) as float balls."""
+
+    heads: tuple
+    skip: tuple
+    tau: tuple | None
+
+
+@dataclass(frozen=True, eq=False)
+class _FloatFeedForward:
+    """A feed-forward layer's weights as float balls, and its linear ReLU pairs."""
+
+    W1: tuple
+    b1: tuple
+    W2: tuple
+    b2: tuple
+    skip: tuple
+    pairs: tuple
+
+
 class FloatBoxEvaluator:
     """One model's weights as float balls, its affine prefix as float intervals, and the box pass.
 
@@ -291,38 +328,37 @@ class FloatBoxEvaluator:
         self.d = len(model.embedding.E[0])
         self.column = model.embedding.column
         self.layers = []
-        const, _, _, silent, _ = model.analyse()
-        first = model.layers[0] if model.layers else None
+        st = model.structure()
+        const, silent = st.constant_heads, st.silent_heads
         # tokens whose values can be nonzero at the first layer (exact zeros of the embedding)
-        vcols0 = (value_columns(model, first, range(len(first.heads)))
-                  if isinstance(first, Attention) else {})
+        vcols0 = st.first_value_columns
         # The weights of the numeric model in the ball context (named constants evaluated there),
         # but an exact rational weight is converted directly.
         for i, (layer, nlayer) in enumerate(zip(model.layers, num.layers)):
             conv = _converter(ball)
             if isinstance(layer, Attention):
                 heads = []
-                for h, (head, nh) in enumerate(zip(layer.heads, nlayer[4])):
+                for h, (head, nh) in enumerate(zip(layer.heads, nlayer.heads)):
                     if (i, h) in silent:
                         continue
-                    mats = [_matrix(_pick(e, n), conv) for e, n in zip((head.W_Q, head.W_K, head.W_V, head.W_O), nh)]
-                    heads.append((h, mats, bool(const.get((i, h))), vcols0.get(h) if i == 0 else None))
-                tau = None if layer.tau is None else _scalar(_pick(layer.tau, nlayer[3]), conv, True, ball)
-                self.layers.append(("attention", heads, _scalar(_pick(layer.skip, nlayer[2]), conv), tau))
+                    mats = [_matrix(_pick(getattr(head, w), getattr(nh, w)), conv) for w in ("W_Q", "W_K", "W_V", "W_O")]
+                    heads.append(_FloatHead(h, *mats, bool(const.get((i, h))), vcols0.get(h) if i == 0 else None))
+                tau = None if layer.tau is None else _scalar(_pick(layer.tau, nlayer.tau), conv, True, ball)
+                self.layers.append(_FloatAttention(tuple(heads), _scalar(_pick(layer.skip, nlayer.skip), conv), tau))
             else:
-                W1 = _matrix(_pick(layer.W1, nlayer[1]), conv)
-                b1 = _vector(_pick(layer.b1, nlayer[2]), conv)
-                W2 = _matrix(_pick(layer.W2, nlayer[3]), conv)
-                b2 = _vector(_pick(layer.b2, nlayer[4]), conv)
-                self.layers.append(("ffn", W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer[5]), conv),
-                                    linear_pairs(layer)))
+                W1 = _matrix(_pick(layer.W1, nlayer.W1), conv)
+                b1 = _vector(_pick(layer.b1, nlayer.b1), conv)
+                W2 = _matrix(_pick(layer.W2, nlayer.W2), conv)
+                b2 = _vector(_pick(layer.b2, nlayer.b2), conv)
+                self.layers.append(_FloatFeedForward(W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer.skip), conv),
+                                                     st.relu_pairs[i]))
         conv = _converter(ball)
-        self.base = _matrix(_pick(model.embedding.base, num.base), conv)
-        self.E = _matrix(_pick(model.embedding.E, num.E), conv)
+        self.base = _matrix(_pick(model.embedding.base, num.embedding.base), conv)
+        self.E = _matrix(_pick(model.embedding.E, num.embedding.E), conv)
         self.readout = model.readout
-        self.needed = needed_rows(model)
-        self.prefix = model.affine_prefix()
-        self.dep = model.analyse()[2]
+        self.needed = st.needed_columns
+        self.prefix = st.affine_prefix
+        self.dep = st.prefix_dependence
         self._prefix_maps = None
         self._read = None
 
@@ -352,7 +388,7 @@ class FloatBoxEvaluator:
         for i in range(start, stop):
             layer = self.layers[i]
             cols = self.needed.get(i) if (prune and kept is None) else None
-            if layer[0] == "attention":
+            if isinstance(layer, _FloatAttention):
                 Z = self._attention(bx, layer, Z, cols, shared_scores)
             else:
                 Z = self._ffn(bx, layer, Z, cols)
@@ -360,11 +396,12 @@ class FloatBoxEvaluator:
         return Z, kept
 
     def _attention(self, bx, layer, Z: FTM, cols, shared_scores) -> FTM:
-        _, heads, skip, tau = layer
+        heads, skip, tau = layer.heads, layer.skip, layer.tau
         out = bx.scale(skip, Z) if skip[0] or skip[1] else None
         if cols is not None:
             out = None if out is None else out[:, list(cols)]
-        for _h, (WQ, WK, WV, WO), const, vcols in heads:
+        for head in heads:
+            WQ, WK, WV, WO, const, vcols = head.W_Q, head.W_K, head.W_V, head.W_O, head.const, head.value_columns
             one = shared_scores and const  # input-independent scores: the first point serves all
             sbx = _Boxes(bx.h[:1]) if one else bx
             src = FTM(Z.c[:1], None if Z.G is None else Z.G[:1], Z.r[:1]) if one else Z
@@ -391,7 +428,7 @@ class FloatBoxEvaluator:
         return out
 
     def _ffn(self, bx, layer, Z: FTM, cols) -> FTM:
-        _, W1, b1, W2, b2, skip, pairs = layer
+        W1, b1, W2, b2, skip, pairs = layer.W1, layer.b1, layer.W2, layer.b2, layer.skip, layer.pairs
         if cols is not None:
             Z = Z[:, list(cols)]
         H = _add_bias(bx, bx.linear(W1, Z), b1)
@@ -472,11 +509,11 @@ class FloatBoxEvaluator:
                 self._read = [self.readout.row]
             else:
                 layer = self.layers[self.prefix]
-                if layer[0] == "attention":
-                    mats = [m for _, ms, _, _ in layer[1] for m in ms[:3]]
-                    skip = layer[2]
+                if isinstance(layer, _FloatAttention):
+                    mats = [m for hd in layer.heads for m in (hd.W_Q, hd.W_K, hd.W_V)]
                 else:
-                    mats, skip = [layer[1]], layer[5]
+                    mats = [layer.W1]
+                skip = layer.skip
                 used = np.zeros(D, dtype=bool)
                 for Wm, Wr in mats:
                     used |= (Wm != 0).any(axis=0)
@@ -542,11 +579,11 @@ class FloatBoxEvaluator:
         for i in range(self.prefix, len(self.layers)):
             layer = self.layers[i]
             nq = len(self.needed[i]) if i in self.needed else n
-            if layer[0] == "attention":
-                for _, (WQ, _, WV, _), _, _ in layer[1]:
-                    worst = max(worst, max(WQ[0].shape[0], WV[0].shape[0]) * nq * n)
+            if isinstance(layer, _FloatAttention):
+                for hd in layer.heads:
+                    worst = max(worst, max(hd.W_Q[0].shape[0], hd.W_V[0].shape[0]) * nq * n)
             else:
-                worst = max(worst, layer[1][0].shape[0] * nq)
+                worst = max(worst, layer.W1[0].shape[0] * nq)
         return worst * (self.d + 1)
 
 

@@ -24,7 +24,8 @@ __all__ = ["SharedMatrix", "entry_values"]
 
 
 class SharedMatrix:
-    """``pi_h`` of one shared head ``h``, from the layer's shared numbers (``_SharedNumeric``)."""
+    """``pi_h`` of one shared head ``h``, from the layer's shared numbers
+    (``symbounds.core.evaluator.SharedWeights``)."""
 
     def __init__(self, shared, h: int):
         self.shared, self.h = shared, h

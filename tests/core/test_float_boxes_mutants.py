@@ -1216,7 +1216,7 @@ def test_an_attention_layer_whose_heads_are_all_silent_and_no_skip(before_last_a
     # two rows, three tokens (the zero output has the state's shape, not a square one)
     model = Transformer(layers=layers, embedding=Embedding(base=((0, 0, 0), (1, 2, 3)), E=((1,), (0,)), column=0),
                         readout=Readout(0, 0))
-    assert model.analyse()[3]  # the head is silent
+    assert model.structure().silent_heads  # the head is silent
     boxes = [Box((F(a, 4),), (F(a, 4) + F(1, 8),)) for a in (-3, 0, 2)] + [Box((F(1, 3),), (F(1, 3),))]
     _check_ranges(model, boxes, least_ok=len(boxes))
 

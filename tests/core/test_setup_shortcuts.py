@@ -118,7 +118,7 @@ def test_random_networks_fast_path_contains_direct_values(seed):
     env = {M: 3}
     out, pis = _direct(model, x, env)
     ball = BallContext(128)
-    S = T._shared_structure(model, 0)
+    S = model.structure().shared_softmax
     # the whole state after the layer (affine prefix, Arb matrix path) and the readout
     Z = forward(ball, model, x, stop=1)
     for r in range(len(Z)):
@@ -131,9 +131,8 @@ def test_random_networks_fast_path_contains_direct_values(seed):
             for k in range(len(pi)):
                 _check_contains(pi[j][k], pis[h][j][k])
     # and the plain path gives overlapping balls, the same readout sign decision
-    plain = _random_model(random.Random(seed), perturb=perturb)
-    with T.plain_setup():
-        Zp = forward(ball, plain, x, stop=1)
+    plain = dataclasses.replace(_random_model(random.Random(seed), perturb=perturb), share_softmax=False)
+    Zp = forward(ball, plain, x, stop=1)
     assert all(a.overlaps(b) for ra, rb in zip(Z, Zp) for a, b in zip(ra, rb))
     sign = lambda v: (v > 0, v < 0)  # proved positive, proved negative (neither: undecided)
     assert [sign(v) for r in Z for v in r] == [sign(v) for r in Zp for v in r]
@@ -146,7 +145,7 @@ def test_some_but_not_all_scores_equal():
     """Copies share a row class; the distinct heads do not; ids are exact."""
     rng = random.Random(4)
     model = _random_model(rng, heads=8)
-    S = T._shared_structure(model, 0)
+    S = model.structure().shared_softmax
     assert S is not None
     att = model.layers[0]
     copies = [(a, b) for a in range(8) for b in range(a) if att.heads[a] is att.heads[b]]
@@ -192,7 +191,7 @@ def test_near_equality_is_refused():
         return Head(*(tuple(tuple(sympy.sympify(v) for v in r) for r in W) for W in (WQ, WK, WV, WO)))
 
     att = Attention((head(Rational(1, 3)), head(Rational(1, 3) + eps)), "softmax", Integer(0))
-    S = shared_softmax.structure(att, base, [0, 1], T._is_exact_zero)
+    S = shared_softmax.structure(att, base, [0, 1], T.is_exact_zero)
     assert S is not None
     assert not (S.cls[0] == S.cls[1]).any()  # no row of head 1 is taken for a row of head 0
     ids0 = set(S.ids[S.cls[0]].ravel().tolist())
@@ -201,14 +200,13 @@ def test_near_equality_is_refused():
     # ... although at 8 bits the two heads' score balls overlap (a ball test would merge them)
     model = Transformer((att,), Embedding(tuple(map(tuple, base)), E, 0), Readout(0, 0), "vector")
     low = BallContext(8)
-    with T.plain_setup():
-        _, tr = forward(low, model, (Fraction(1, 2),), trace=True)
+    _, tr = forward(low, dataclasses.replace(model, share_softmax=False), (Fraction(1, 2),), trace=True)
     assert all(a.overlaps(b) for ra, rb in zip(*tr.attention[0]) for a, b in zip(ra, rb))
     # a 2^-100 perturbation of a weight: the coefficients leave the exact integer range -> refused
     hd = head(Rational(1, 3))
     tiny = Head(((0, hd.W_Q[0][1] + Rational(1, 2**100), hd.W_Q[0][2]), hd.W_Q[1]), hd.W_K, hd.W_V, hd.W_O)
     att2 = Attention((hd, tiny), "softmax", Integer(0))
-    S2 = shared_softmax.structure(att2, base, [0, 1], T._is_exact_zero)
+    S2 = shared_softmax.structure(att2, base, [0, 1], T.is_exact_zero)
     assert S2 is None or not (S2.cls[0] == S2.cls[1]).any()
 
 
@@ -231,23 +229,20 @@ def test_shi_liao_small_P(eps):
     K = sl.constants(sl.Instance(d=2, C_H=1, B=1, eps=Rational(eps), target="sin(x1+x2)/2"))
     P = K.P
     model = sl.build(K)
-    S = T._shared_structure(model, 0)
+    S = model.structure().shared_softmax
     assert (len(S.class_rep), len(S.score_rep), len(S.group_rep)) == (P, P // 2 + 1, 1)
     x = (Fraction(1, 3), Fraction(-2, 7))
     v = forward(BallContext(128), model, x)
-    ref = sl.build(K)
-    with T.plain_setup():
-        w = forward(MPContext(300), ref, x)
+    ref = dataclasses.replace(sl.build(K), share_softmax=False)
+    w = forward(MPContext(300), ref, x)
     _check_contains(v, w)
     pts = sl.sample_points(2, 2, 2, 0)
     fast = [m.lhs for m in sl.measure(BallContext(128), K, sl.build(K), pts)]
-    with T.plain_setup():
-        plain_claims = sl.measure(BallContext(128), K, sl.build(K), pts)
+    plain_claims = sl.measure(BallContext(128), K, dataclasses.replace(sl.build(K), share_softmax=False), pts)
     assert len(fast) == len(plain_claims)
     from symbounds.core.claims import decide
 
-    with T.plain_setup():
-        verdicts_plain = [decide(BallContext(128), m).verdict for m in plain_claims]
+    verdicts_plain = [decide(BallContext(128), m).verdict for m in plain_claims]
     verdicts_fast = [decide(BallContext(128), m).verdict for m in sl.measure(BallContext(128), K, sl.build(K), pts)]
     assert verdicts_fast == verdicts_plain
 
@@ -314,7 +309,7 @@ def test_a_named_constant_factor_is_not_shared(where):
     the readout (its output at token 0, x = 1) is ``e / (e + 1)`` by hand; with M's scores it
     would be ``e^10 / (e^10 + 1)``."""
     model = _two_heads(where)
-    S = T._shared_structure(model, 0)
+    S = model.structure().shared_softmax
     assert S is not None
     assert S.cls[0, 0] != S.cls[1, 0]
     v = forward(BallContext(128), model, (Fraction(1),))
@@ -325,8 +320,7 @@ def test_a_named_constant_factor_is_not_shared(where):
         _check_contains(v, out[3][0])
         Z = forward(BallContext(128), dataclasses.replace(model, readout=None), (Fraction(1),), stop=1)
         _check_contains(Z[2][0], out[2][0])  # head 0 keeps its own scores
-    with T.plain_setup():
-        assert forward(BallContext(128), _two_heads(where), (Fraction(1),)).overlaps(v)
+    assert forward(BallContext(128), dataclasses.replace(_two_heads(where), share_softmax=False), (Fraction(1),)).overlaps(v)
 
 
 _head_spec = st.tuples(st.sampled_from(_MONOS), st.sampled_from(_MONOS), st.integers(0, 1), st.booleans())
@@ -340,7 +334,7 @@ def test_heads_differing_by_named_constant_monomials_are_enclosed(specs, x):
     state after the shared pass contains a direct 300-bit evaluation, and two heads share a row
     class only when their monomials (as written) are equal."""
     model = _monomial_heads_model(specs)
-    S = T._shared_structure(model, 0)
+    S = model.structure().shared_softmax
     assert S is not None
     Z = forward(BallContext(128), model, (x,), stop=1)
     out, _ = _direct(model, (x,), _VALUES)
@@ -349,7 +343,7 @@ def test_heads_differing_by_named_constant_monomials_are_enclosed(specs, x):
             _check_contains(Z[r][j], out[r][j])
     # the same sharing when the keys are formed in chunks of one head (the monomial column
     # follows its rows through the chunking; ids may be numbered otherwise)
-    S1 = shared_softmax.structure(model.layers[0], model.embedding.base, S.heads, T._is_exact_zero, chunk_rows=1)
+    S1 = shared_softmax.structure(model.layers[0], model.embedding.base, S.heads, T.is_exact_zero, chunk_rows=1)
     for a, b in ((S.cls, S1.cls), (S.ids[S.cls], S1.ids[S1.cls]), (S.group[S.cls], S1.group[S1.cls])):
         pairs = set(zip(a.ravel().tolist(), b.ravel().tolist()))
         assert len(pairs) == len(set(a.ravel().tolist())) == len(set(b.ravel().tolist()))
@@ -377,9 +371,8 @@ def test_shi_liao_head_times_M_is_enclosed():
 
     x = (Fraction(7, 10),)
     v = forward(BallContext(128), tampered(), x)
-    with T.plain_setup():
-        w = forward(MPContext(300), tampered(), x)
-        plain_ball = forward(BallContext(128), tampered(), x)
+    w = forward(MPContext(300), dataclasses.replace(tampered(), share_softmax=False), x)
+    plain_ball = forward(BallContext(128), dataclasses.replace(tampered(), share_softmax=False), x)
     untouched = forward(BallContext(128), sl.build(K), x)
     assert not plain_ball.overlaps(untouched)  # the tampering shows in the value
     _check_contains(v, w)

@@ -1,8 +1,9 @@
 """Traces of shared softmax heads (symbounds/core/shared_weights.py): the on-demand matrices, the
 distinct-value reduction of chosen entries and the traced affine prefix, each against the plain
-computation -- sharing switched off (``plain_setup``) and every layer evaluated entry by entry
+computation -- sharing switched off (``share_softmax=False``) and every layer evaluated entry by entry
 from the embedded state (``start=0``), which uses no cached or composed shortcut."""
 
+import dataclasses
 import random
 from fractions import Fraction
 
@@ -11,7 +12,6 @@ from flint import arb
 from sympy import Rational
 from test_setup_shortcuts import _random_model
 
-from symbounds.core import transformer as T
 from symbounds.core.contexts import BallContext, FPContext, MPContext
 from symbounds.core.shared_weights import SharedMatrix, entry_values
 from symbounds.core.transformer import embed, forward
@@ -20,8 +20,8 @@ from symbounds.papers import shi_liao as sl
 
 def _plain_trace(ctx, model, x):
     """Every layer evaluated from the embedded input, every weight computed entry by entry."""
-    with T.plain_setup():
-        return forward(ctx, model, embed(ctx, model, x), start=0, trace=True)
+    plain = dataclasses.replace(model, share_softmax=False)
+    return forward(ctx, plain, embed(ctx, plain, x), start=0, trace=True)
 
 
 def _overlap(a, b, ctx):
@@ -109,8 +109,8 @@ def test_shared_heads_outside_the_ball_context_match_the_plain_path(seed, ctx):
     perturb = {2: (True, Rational(1, 2**20))}.get(seed)
     model = _random_model(rng, perturb=perturb)
     x = (Fraction(rng.randrange(-50, 50), 37),)
-    assert T._shared_structure(model, 0) is not None
+    assert model.structure().shared_softmax is not None
     Z = forward(ctx, model, x, stop=1)
-    with T.plain_setup():
-        ref = forward(ctx, _random_model(random.Random(seed), perturb=perturb), embed(ctx, model, x), start=0, stop=1)
+    plain = dataclasses.replace(_random_model(random.Random(seed), perturb=perturb), share_softmax=False)
+    ref = forward(ctx, plain, embed(ctx, model, x), start=0, stop=1)
     assert _same_matrix(Z, ref, ctx)

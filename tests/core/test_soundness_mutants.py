@@ -16,6 +16,7 @@ from symbounds.app.cli import main
 from symbounds.core.boxes import Box, box_bound, boxes_cover_cube
 from symbounds.core.claims import Claim, Verdict, aggregate, decide, truth
 from symbounds.core.contexts import BallContext, ExactContext, MPContext
+from symbounds.core.structure import needed_rows
 from symbounds.core.taylor import TM, TaylorContext
 from symbounds.core.transformer import (
     Attention,
@@ -24,7 +25,6 @@ from symbounds.core.transformer import (
     Head,
     Readout,
     Transformer,
-    needed_rows,
     forward,
 )
 

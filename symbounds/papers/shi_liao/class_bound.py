@@ -95,7 +95,7 @@ def class_network(model, d: int, centres, alpha, C_H, B, prec: int = 256) -> Cla
     R = ROWS(d)
     col = model.readout.column
     head = L[2].heads[0]
-    dep = model.analyse()[2]  # which entries of the state after the affine prefix depend on x
+    dep = model.structure().prefix_dependence  # which entries of the state after the affine prefix depend on x
     if any(v != 0 and dep[r][col] for qrow in head.W_Q for r, v in enumerate(qrow)):
         raise ValueError("the layer-2 query depends on the input: the scores are not affine")
     ball = BallContext(prec)
@@ -103,8 +103,8 @@ def class_network(model, d: int, centres, alpha, C_H, B, prec: int = 256) -> Cla
     with ball.scope():
         Z0, tr = forward(ball, model, [0] * d, trace=True, stop=2)
         Zs = [forward(ball, model, [1 if j == i else 0 for j in range(d)], stop=2) for i in range(d)]
-        _, _, _, tau, nheads = num.layers[2]
-        WQ, WK = nheads[0][0], nheads[0][1]
+        tau = num.layers[2].tau
+        WQ, WK = num.layers[2].heads[0].W_Q, num.layers[2].heads[0].W_K
         q = [sum((w * Z0[r][col] for r, w in enumerate(row) if w != 0), flint.arb(0)) for row in WQ]
 
         def scores(Z):
@@ -120,7 +120,7 @@ def class_network(model, d: int, centres, alpha, C_H, B, prec: int = 256) -> Cla
         Ai = [scores(Z) for Z in Zs]
         A = [[Ai[i][k] - b[k] for i in range(d)] for k in range(P)]
         pis = tr.attention[0]
-        lam_g = num.layers[1][3][R["g"]][R["g"]]
+        lam_g = num.layers[1].W2[R["g"]][R["g"]]
         ell = []
         for k in range(P):
             own = abs(lam_g * pis[k][k][0] - 1)

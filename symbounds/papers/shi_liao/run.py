@@ -17,6 +17,7 @@ from ...core.claims import ClaimResult, HasVerdict, decide, escalate
 from ...core.contexts import BallContext, FPContext, MPContext
 from ...core.expr import variables
 from ...core.fpcompare import compare_claims, compare_quantities, named_quantities
+from ...core.layers import AttentionWeights
 from ...core.transformer import forward
 from .claims import decide_exactly, sample_points, symbolic_claims
 from .claims import measure as measure_claims
@@ -114,10 +115,10 @@ def max_weight(model, ctx: BallContext):
     best = ctx.zero
     with ctx.scope():
         for layer in num.layers:
-            if layer[0] == "attention":
-                arrays = [m for head in layer[4] for m in head]
+            if isinstance(layer, AttentionWeights):
+                arrays = [m for head in layer.heads for m in (head.W_Q, head.W_K, head.W_V, head.W_O)]
             else:
-                arrays = [layer[1], [layer[2]], layer[3], [layer[4]]]
+                arrays = [layer.W1, [layer.b1], layer.W2, [layer.b2]]
             for arr in arrays:
                 for row in arr:
                     for v in row:

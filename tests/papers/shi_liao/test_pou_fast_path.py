@@ -10,7 +10,6 @@ import pytest
 from flint import arb
 from sympy import Rational
 
-from symbounds.core import transformer as T
 from symbounds.core.claims import decide
 from symbounds.core.contexts import BallContext
 from symbounds.core.transformer import embed, forward
@@ -25,11 +24,9 @@ INSTANCES = {
 
 def _measure(K, model, pts, plain: bool, prec=128):
     ctx = BallContext(prec)
-    if plain:
-        with T.plain_setup():
-            ms = sl.measure(ctx, K, model, pts, assumptions=False)
-    else:
-        ms = sl.measure(ctx, K, model, pts, assumptions=False)
+    if plain:  # every attention weight computed entry by entry
+        model = replace(model, share_softmax=False)
+    ms = sl.measure(ctx, K, model, pts, assumptions=False)
     return ms, [decide(ctx, m).verdict for m in ms]
 
 
@@ -62,8 +59,8 @@ def test_l2_l3_sides_against_a_full_layer_by_layer_trace():
     x = (Fraction(1, 2), Fraction(1, 5))
     ctx = BallContext(128)
     ms = {m.id: m for m in sl.measure_point(ctx, K, sl.build(K), x)}
-    with T.plain_setup():
-        _, tr = forward(ctx, sl.build(K), embed(ctx, sl.build(K), x), start=0, trace=True)
+    plain = replace(sl.build(K), share_softmax=False)
+    _, tr = forward(ctx, plain, embed(ctx, plain, x), start=0, trace=True)
     pis = tr.attention[sl.ATT1]
     with ctx.scope():
         eta = pis[P][0][0]
@@ -109,7 +106,7 @@ def test_tampered_affine_head_fails_the_same_claims(what):
     refuted = {m.id for m, v in zip(fast, v_fast) if v == "refuted"}
     assert refuted == {m.id for m, v in zip(plain, v_plain) if v == "refuted"}
     assert refuted & {"L3", "L6.1", "L6.2"}
-    assert T._shared_structure(_tampered_heads(model, {h: change}), 0) is not None  # the fast path ran
+    assert _tampered_heads(model, {h: change}).structure().shared_softmax is not None  # the fast path ran
 
 
 @pytest.mark.slow
