@@ -181,11 +181,14 @@ def test_model_precision_outside_24_to_4096_is_refused(model_prec):
     assert _reason(_fields(model_prec=model_prec)) == "'model_prec' must be an integer number of bits in 24..4096"
 
 
+NOT_A_BOX = "boxes[1] must be an object with exactly 'lo', 'hi' and 'bound'"
+
+
 @pytest.mark.parametrize("box, message", [
-    ({"lo": ["0"], "hi": ["1"], "bound": "1/4", "note": "x"}, "boxes[1] must be an object with exactly 'lo', 'hi' and 'bound'"),
-    ({"lo": ["0"], "hi": ["1"]}, "boxes[1] must be an object with exactly 'lo', 'hi' and 'bound'"),
-    (["0", "1", "1/4"], "boxes[1] must be an object with exactly 'lo', 'hi' and 'bound'"),
-    ("lo hi bound", "boxes[1] must be an object with exactly 'lo', 'hi' and 'bound'"),
+    ({"lo": ["0"], "hi": ["1"], "bound": "1/4", "note": "x"}, NOT_A_BOX),
+    ({"lo": ["0"], "hi": ["1"]}, NOT_A_BOX),
+    (["0", "1", "1/4"], NOT_A_BOX),
+    ("lo hi bound", NOT_A_BOX),
     ({"lo": "0", "hi": ["1"], "bound": "1/4"}, "boxes[1]: 'lo' and 'hi' must be lists, 'bound' a string"),
     ({"lo": ["0"], "hi": "1", "bound": "1/4"}, "boxes[1]: 'lo' and 'hi' must be lists, 'bound' a string"),
     ({"lo": ["0"], "hi": ["1"], "bound": 1}, "boxes[1]: 'lo' and 'hi' must be lists, 'bound' a string"),
