@@ -46,6 +46,9 @@ for m in $mods; do
         *) echo "mutmut_core.sh: no test selection for module '$m'" >&2; exit 2 ;;
     esac
     [ "$m" != shared_softmax ] || only="$only \"symbounds/core/$m.py\","
+    # the certificate file's helpers (fields, assumptions, writing, where a run's file goes),
+    # each against a hand-worked case
+    [ "$m" != certificate ] || tests="$tests \"tests/core/test_certificate_mutants.py\","
 done
 
 name=$(echo $mods | tr ' ' '-')

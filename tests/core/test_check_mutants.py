@@ -290,3 +290,20 @@ def test_a_box_that_cannot_be_enclosed_again_is_named(cert, monkeypatch):
         check_certificate(cert)
     recorded = decimal_down(F(cert["boxes"][3]["bound"]), 6)
     assert str(info.value) == f"box 3: the recomputed bound cannot be enclosed, above the recorded {recorded}"
+
+
+def test_a_model_that_is_not_the_rebuilt_construction_is_named(cert):
+    """The construction's rebuild gives another network than the one recorded (here: ``W1``
+    doubled, so ``T(x) = 2 x``): the reason, word for word."""
+    from symbounds.core.bound import rebuild
+    from symbounds.core.certificate import check_certificate as check_core
+
+    def other(c, d, eps, target, model_prec, prec):
+        mj, results = rebuild(c, d, eps, target, model_prec, prec)
+        mj = copy.deepcopy(mj)
+        mj["layers"][0]["W1"][0][0] = "2"
+        return mj, results
+
+    with pytest.raises(CertificateError) as info:
+        check_core(cert, other)
+    assert str(info.value) == "the model is not the construction for the recorded instance"
