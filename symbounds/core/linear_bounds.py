@@ -1,0 +1,373 @@
+"""Linear bounds of a network's output over boxes by backward propagation (CROWN family), rounded outward.
+
+Over a box ``x = x0 + delta``, ``|delta_i| <= h_i``, every bound here has the form
+
+    T(x) >= <a, delta> + c        (a lower bound; an upper bound is the lower bound of -T),
+
+obtained as in CROWN (Zhang et al., NeurIPS 2018): start from the objective ``<Lambda, Z_L>`` and
+substitute each layer backwards, replacing each nonlinearity by a linear function below (or above,
+by the sign of its coefficient) valid on the pre-activation's range:
+
+* **affine maps** ``V = W U + b`` (feed-forward weights, the residual ``skip``, the embedding
+  ``Z_0 = base + E x``) substitute exactly: ``<Lambda, V> = <W^T Lambda, U> + <Lambda, b>``;
+* **ReLU** ``S = relu(H)`` with ``H`` in ``[l, u]``: exact where ``l >= 0`` (``S = H``) or
+  ``u <= 0`` (``S = 0``); where ``l < 0 < u``, ``S >= alpha H`` with ``alpha = 1`` if
+  ``u >= -l`` else 0 (CROWN's adaptive lower slope) for a coefficient ``mu >= 0``, and the chord
+  ``S <= s H + t`` for ``mu < 0``; the pairs ``relu(y) - relu(-y) = y`` found from the exact
+  weights are substituted as ``y`` (as in the float pass);
+* **attention** layers are *not* relaxed through the softmax: the heads' output ``A(x)`` enters as
+  its first-order Taylor model from the float pass (:mod:`symbounds.core.float_boxes`),
+  ``A(x) in c + <G, delta> + [-r, r]``, which is a pair of linear bounds in ``delta``:
+  ``<Lambda, A> >= <Lambda, c> + <G^T Lambda, delta> - <|Lambda|, r>``.  The skip part
+  ``rho Z`` of the layer is substituted exactly, so the correlation through the residual stream
+  is kept.  The Taylor model of the attention's *input* is the narrower, entry by entry, of the
+  float pass's and the one read off this module's linear bounds of that input (midpoint line and
+  the largest gap over the box).
+
+The pre-activation ranges ``[l, u]`` of every ReLU come from the same backward propagation (one
+objective per hidden unit and token, both signs) met with the float pass's Taylor ranges; the
+final enclosure is met with the float pass's own.  So it is never wider than the Taylor-model
+enclosure computed alongside, and on wide boxes with unstable ReLUs it is usually narrower (the
+Taylor model replaces such a ReLU by the constant hull ``[0, u]``).
+
+Rounding.  Coefficients are doubles, and every exact coefficient differs from the computed one
+by at most ``E`` (:func:`symbounds.core.outward.matmul_err` for products and sums,
+:func:`symbounds.core.outward.err` for one operation, plus ``|Lambda| W_r`` for a weight ball
+``W_m +- W_r``).  An error ``E`` on the coefficient of a quantity ``V`` with ``|V| <= vmax`` on the
+box (from the float pass's ranges or the bounds already computed) is moved into the constant:
+``<Lambda_exact, V> >= <Lambda, V> - <E, vmax>``.  Constants are accumulated with
+:func:`symbounds.core.outward.down` after every operation, and the chord ``S <= s H + t`` is
+made valid for the *computed* slope ``s`` by taking ``t = max(-s l, u - s u)`` rounded up (a line
+above a convex function at both ends of an interval is above it on the interval).  A bound that is
+not finite makes the box fail (``ok`` False), never pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import outward as fo
+from .float_boxes import FTM, FloatBoxEvaluator, _Boxes, _add_bias, _centres
+from .float_boxes import evaluator as _float_evaluator
+
+__all__ = ["LinearBoundEvaluator", "linear_evaluator"]
+
+#: Largest number of array entries of one batch's widest backward coefficient array (one
+#: objective per hidden unit and token, per box).
+_BATCH_ENTRIES = 1 << 21
+
+
+def _down_add(c, q):
+    """A lower bound of ``c + q`` (both lower bounds)."""
+    return fo.down(c + q)
+
+
+def _absorb(c, E, vmax):
+    """``c - sum E vmax`` rounded down (``E``, ``vmax`` >= 0; the sum over every axis after the first
+    two, ``E`` of shape ``(B, K, ...)`` and ``vmax`` broadcasting against it)."""
+    with np.errstate(invalid="ignore"):
+        p = np.where(E > 0, fo.up(E * vmax), 0.0)
+    B, K = E.shape[:2]
+    return fo.down(c - fo.sum_up(p.reshape(B, K, -1), axis=2))
+
+
+def _lin_lower(L, vm, vr=None):
+    """A lower bound of ``sum_j L[b, k, j] v[b, j]`` for ``v`` in ``vm +- vr`` (``L`` of shape
+    ``(B, K, M)``, ``vm`` and ``vr`` of shape ``(M,)`` or ``(B, M)``): the float product minus
+    its a-priori error, minus ``|L| vr``."""
+    vm = np.asarray(vm, dtype=np.float64)
+    col = vm[..., :, None] if vm.ndim == 2 else vm[:, None]
+    T = (L @ col)[..., 0]
+    e = fo.matmul_err(np.abs(L), np.abs(col))[..., 0]
+    out = fo.down(T - e)
+    if vr is not None:
+        vr = np.asarray(vr, dtype=np.float64)
+        rc = vr[..., :, None] if vr.ndim == 2 else vr[:, None]
+        out = fo.down(out - fo.matmul_up(np.abs(L), rc)[..., 0])
+    return out
+
+
+class _Ffn:
+    __slots__ = ("W1", "b1", "W2", "b2", "skip", "pairs", "l", "u", "hmax", "smax")
+
+
+class _Att:
+    __slots__ = ("skip", "att")
+
+
+class LinearBoundEvaluator:
+    """Linear-relaxation enclosures of a model's readout over batches of boxes (module docstring).
+
+    Built on a :class:`symbounds.core.float_boxes.FloatBoxEvaluator` (its weights as float balls and
+    its Taylor-model operations)."""
+
+    def __init__(self, fast: FloatBoxEvaluator):
+        self.fast = fast
+        self.d = fast.d
+        self.readout = fast.readout
+
+    def ranges(self, lo, hi):
+        """``(lo, hi, ok)``: float enclosures of the readout ``T`` over the boxes ``[lo_b, hi_b]``
+        (sequences of exact rationals); ``ok[b]`` False where none could be computed."""
+        B = len(lo)
+        x0, h = _centres(lo, hi)
+        out_lo, out_hi = np.full(B, -np.inf), np.full(B, np.inf)
+        ok = np.zeros(B, dtype=bool)
+        step = max(1, _BATCH_ENTRIES // self._entries_per_box())
+        for s in range(0, B, step):
+            sl = slice(s, s + step)
+            with np.errstate(all="ignore"):
+                a, b, good = self._batch(x0[sl], h[sl])
+            good = good & np.isfinite(a) & np.isfinite(b) & (a <= b)
+            out_lo[sl], out_hi[sl], ok[sl] = np.where(good, a, -np.inf), np.where(good, b, np.inf), good
+        return out_lo, out_hi, ok
+
+    def _entries_per_box(self) -> int:
+        D, n = self.fast.base[0].shape
+        worst = 2 * D * n * D * n
+        for layer in self.fast.layers:
+            if layer[0] == "ffn":
+                Hd = layer[1][0].shape[0]
+                worst = max(worst, 2 * Hd * n * max(D, Hd) * n)
+        return worst
+
+    # --- the forward sweep: ranges, relaxations and the attention's Taylor models --------------------
+    def _batch(self, x0, h):
+        ev = self.fast
+        bx = _Boxes(h)
+        self._x0, self._h, self._bx = x0, h, bx
+        self._recs: list = []
+        self._zmax: list = []
+        Z = ev._embed(bx, x0)
+        layers = ev.layers
+        for i, layer in enumerate(layers):
+            self._zmax.append(_abs_max(bx, Z))
+            if layer[0] == "ffn":
+                Z = self._ffn(layer, Z, i)
+            else:
+                if i > 0 and layers[i - 1][0] == "ffn":
+                    Z = self._sharpen(Z, i)
+                    self._zmax[i] = _abs_max(bx, Z)
+                _, heads, skip, tau = layer
+                att = ev._attention(bx, ("attention", heads, (0.0, 0.0), tau), Z, None, False)
+                rec = _Att()
+                rec.skip, rec.att = skip, att
+                self._recs.append(rec)
+                Z = att if not (skip[0] or skip[1]) else bx.add(att, bx.scale(skip, Z))
+        self._zmax.append(_abs_max(bx, Z))
+        L = len(layers)
+        ro = self.readout
+        D, n = Z.c.shape[1:]
+        B = len(x0)
+        lam = np.zeros((B, 2, D, n))
+        lam[:, 0, ro.row, ro.column] = 1.0
+        lam[:, 1, ro.row, ro.column] = -1.0
+        lower = self._concretize(*self._backward(lam, np.zeros((B, 2)), L))
+        t_lo, t_hi = bx.range(Z[ro.row, ro.column])
+        lo = np.maximum(lower[:, 0], t_lo)
+        hi = np.minimum(-lower[:, 1], t_hi)
+        return lo, hi, ~bx.bad
+
+    def _ffn(self, layer, Z: FTM, i: int) -> FTM:
+        """The records of an FFN layer (its pre-activation ranges from the backward bounds met
+        with the Taylor ranges) and the layer's Taylor model."""
+        ev, bx = self.fast, self._bx
+        _, W1, b1, W2, b2, skip, pairs = layer
+        H = _add_bias(bx, bx.linear(W1, Z), b1)
+        tl, tu = bx.range(H)
+        Hd, n = H.c.shape[1:]
+        D = Z.c.shape[1]
+        B = Z.c.shape[0]
+        W1m, W1r = W1
+        b1m, b1r = b1
+        # objectives <W1_j, Z_t> for every unit j and token t, both signs
+        base = np.einsum("jd,tu->jtdu", W1m, np.eye(n)).reshape(Hd * n, D, n)
+        lam = np.broadcast_to(np.concatenate([base, -base])[None], (B, 2 * Hd * n, D, n)).copy()
+        c = np.concatenate([fo.down(-np.repeat(b1r if b1r is not None else np.zeros(Hd), n) + np.repeat(b1m, n)),
+                            fo.down(-np.repeat(b1r if b1r is not None else np.zeros(Hd), n) - np.repeat(b1m, n))])
+        c = np.broadcast_to(c[None], (B, 2 * Hd * n)).copy()
+        if W1r is not None:  # the radius of W1 times |Z|
+            zm = self._zmax[i]  # (B, D, n)
+            rad = np.einsum("jd,bdt->bjt", W1r, zm).reshape(B, Hd * n)
+            rad = fo.up(rad * float(fo.up(1.0 + 4 * D * fo.U)))  # the einsum's own rounding (sum of D >= 0 terms)
+            c = fo.down(c - np.concatenate([rad, rad], axis=1))
+        lower = self._concretize(*self._backward(lam, c, i))
+        K = Hd * n
+        cl = lower[:, :K].reshape(B, Hd, n)
+        cu = (-lower[:, K:]).reshape(B, Hd, n)
+        rec = _Ffn()
+        rec.W1, rec.b1, rec.W2, rec.b2, rec.skip, rec.pairs = W1, b1, W2, b2, skip, pairs
+        rec.l = np.maximum(np.where(np.isnan(cl), -np.inf, cl), tl)
+        rec.u = np.minimum(np.where(np.isnan(cu), np.inf, cu), tu)
+        rec.hmax = np.maximum(np.abs(rec.l), np.abs(rec.u))
+        smax = np.maximum(rec.u, 0.0)
+        for u_, u2 in pairs:
+            smax[:, u_] = rec.hmax[:, u_]
+            smax[:, u2] = 0.0
+        rec.smax = smax
+        self._recs.append(rec)
+        return ev._ffn(bx, layer, Z, None)
+
+    def _sharpen(self, Z: FTM, i: int) -> FTM:
+        """The Taylor model of ``Z_i`` entry by entry the narrower of ``Z`` and the one made of
+        the backward linear bounds of ``Z_i``: for ``<aL, delta> + cL <= z <= <aU, delta> + cU``,
+        centre ``(cL + cU)/2``, gradient ``(aL + aU)/2`` and remainder the larger gap over the box."""
+        bx, h = self._bx, self._h
+        B, D, n = Z.c.shape
+        K = D * n
+        eye = np.eye(K).reshape(K, D, n)
+        lam = np.broadcast_to(np.concatenate([eye, -eye])[None], (B, 2 * K, D, n)).copy()
+        a, c = self._backward(lam, np.zeros((B, 2 * K)), i)
+        aL, cL = a[:, :K], c[:, :K]
+        aU, cU = -a[:, K:], -c[:, K:]
+        g = aL * 0.5 + aU * 0.5
+        c0 = cL * 0.5 + cU * 0.5
+        hh = h[:, None, :]
+        gapU = fo.up(fo.sum_up(fo.up(fo.up(np.abs(aU - g)) * hh), axis=2) + fo.up(cU - c0))
+        gapL = fo.up(fo.sum_up(fo.up(fo.up(np.abs(g - aL)) * hh), axis=2) + fo.up(c0 - cL))
+        r = np.maximum(np.maximum(gapU, gapL), 0.0)
+        lin = FTM(c0.reshape(B, D, n), np.swapaxes(g, 1, 2).reshape(B, self.d, D, n), r.reshape(B, D, n))
+        w_lin, w_tay = bx.dev(lin), bx.dev(Z)
+        pick = np.isfinite(w_lin) & ~(w_lin >= w_tay)
+        G = np.where(pick[:, None], lin.G, Z.G)
+        return FTM(np.where(pick, lin.c, Z.c), G, np.where(pick, lin.r, Z.r))
+
+    # --- the backward substitution ------------------------------------------------------------------
+    def _backward(self, lam, c, upto: int):
+        """``(a, c)`` with ``<Lambda, Z_upto> + c0 >= <a, delta> + c`` on every box, for ``lam`` of
+        shape ``(B, K, D, n)`` and the constants ``c0`` (``c``, shape ``(B, K)``)."""
+        ev, h = self.fast, self._h
+        B, K = c.shape
+        d = self.d
+        a = np.zeros((B, K, d))
+        hb = h[:, None, :]
+        for i in reversed(range(upto)):
+            rec = self._recs[i]
+            zmax = self._zmax[i][:, None]
+            if isinstance(rec, _Att):
+                att = rec.att
+                Lf = lam.reshape(B, K, -1)
+                c = _down_add(c, _lin_lower(Lf, att.c.reshape(B, -1)))
+                c = fo.down(c - fo.matmul_up(np.abs(Lf), att.r.reshape(B, -1, 1))[..., 0])
+                if att.G is not None:
+                    Gf = np.swapaxes(att.G.reshape(B, d, -1), 1, 2)  # (B, Dn, d)
+                    ga = Lf @ Gf
+                    c = _absorb(c, fo.matmul_err(np.abs(Lf), np.abs(Gf)), hb)
+                    a = a + ga
+                    c = _absorb(c, fo.err(a), hb)
+                ref = [c]
+                lam = self._skip(lam, rec.skip, zmax, ref)
+                c = ref[0]
+            else:
+                lam, c = self._ffn_back(rec, lam, c, zmax)
+        # the embedding: Z_0 = base + E x in column `column`, x = x0 + delta
+        Bm, Br = ev.base
+        Lf = lam.reshape(B, K, -1)
+        c = _down_add(c, _lin_lower(Lf, Bm.reshape(-1), None if Br is None else Br.reshape(-1)))
+        Em, Er = ev.E
+        Lc = lam[:, :, :, ev.column]  # (B, K, D)
+        ax = Lc @ Em  # (B, K, d)
+        xmax = fo.up(np.abs(self._x0) + h)[:, None, :]
+        c = _absorb(c, fo.matmul_err(np.abs(Lc), np.abs(Em)), xmax)
+        if Er is not None:
+            c = _absorb(c, fo.matmul_up(np.abs(Lc), Er), xmax)
+        c = _down_add(c, _lin_lower(ax, self._x0))
+        a2 = a + ax
+        c = _absorb(c, fo.err(a2), hb)
+        return a2, c
+
+    def _skip(self, lam, skip, zmax, c_ref, extra=None):
+        """``skip Lambda`` (plus ``extra``, a coefficient on the same quantity), the rounding
+        errors moved into the constant ``c_ref[0]``."""
+        km, kr = skip
+        c = c_ref[0]
+        if not (km or kr):
+            out = extra if extra is not None else np.zeros_like(lam)
+        else:
+            p = km * lam
+            c = _absorb(c, fo.err(p), zmax)
+            if kr:
+                c = _absorb(c, fo.up(np.abs(lam) * kr), zmax)
+            if extra is not None:
+                out = p + extra
+                c = _absorb(c, fo.err(out), zmax)
+            else:
+                out = p
+        c_ref[0] = c
+        return out
+
+    def _ffn_back(self, rec: _Ffn, lam, c, zmax):
+        """``<Lambda, eta Z + W2 relu(W1 Z + b1) + b2>`` bounded below by ``<Lambda', Z> + c'``."""
+        B, K = c.shape
+        W1m, W1r = rec.W1
+        b1m, b1r = rec.b1
+        W2m, W2r = rec.W2
+        b2m, b2r = rec.b2
+        n = lam.shape[3]
+        Lf = lam.reshape(B, K, -1)
+        c = _down_add(c, _lin_lower(Lf, np.repeat(b2m, n), None if b2r is None else np.repeat(b2r, n)))
+        mu = np.matmul(W2m.T, lam)  # (B, K, Hd, n)
+        smax = rec.smax[:, None]
+        c = _absorb(c, fo.matmul_err(np.abs(W2m.T), np.abs(lam)), smax)
+        if W2r is not None:
+            c = _absorb(c, fo.matmul_up(W2r.T, np.abs(lam)), smax)
+        # ReLU: slope and intercept by the sign of mu
+        l, u = rec.l[:, None], rec.u[:, None]
+        act, dead = l >= 0, u <= 0
+        mixed = ~(act | dead)
+        alpha = np.where(act, 1.0, np.where(mixed & (u >= -l), 1.0, 0.0))
+        with np.errstate(all="ignore"):
+            span = np.where(mixed, u - l, 1.0)
+            s = np.where(mixed, np.clip(u / span, 0.0, 1.0), alpha)
+            t = np.where(mixed, np.maximum(fo.up(s * (-l)), fo.up(u - fo.down(s * u))), 0.0)
+        if rec.pairs:
+            idx = [p for p, _ in rec.pairs]
+            idx2 = [q for _, q in rec.pairs]
+            for arr, v1, v2 in ((alpha, 1.0, 0.0), (s, 1.0, 0.0), (t, 0.0, 0.0)):
+                arr[..., idx, :] = v1
+                arr[..., idx2, :] = v2
+            mixed = mixed.copy()
+            mixed[..., idx, :] = False
+            mixed[..., idx2, :] = False
+        neg = mu < 0
+        use_chord = neg & mixed
+        slope = np.where(use_chord, s, alpha)
+        nu = mu * slope
+        c = _absorb(c, np.where(use_chord, fo.err(nu), 0.0), rec.hmax[:, None])
+        inter = np.where(use_chord, fo.down(mu * t), 0.0)  # <= 0
+        c = fo.down(c - fo.sum_up((-inter).reshape(B, K, -1), axis=2))
+        # H = W1 Z + b1
+        Nf = nu.reshape(B, K, -1)
+        c = _down_add(c, _lin_lower(Nf, np.repeat(b1m, n), None if b1r is None else np.repeat(b1r, n)))
+        q = np.matmul(W1m.T, nu)  # (B, K, D, n)
+        c = _absorb(c, fo.matmul_err(np.abs(W1m.T), np.abs(nu)), zmax)
+        if W1r is not None:
+            c = _absorb(c, fo.matmul_up(W1r.T, np.abs(nu)), zmax)
+        c_ref = [c]
+        lam = self._skip(lam, rec.skip, zmax, c_ref, extra=q)
+        return lam, c_ref[0]
+
+    def _concretize(self, a, c):
+        """``min over |delta| <= h`` of ``<a, delta> + c``, rounded down: ``c - sum |a_i| h_i``."""
+        hb = self._h[:, None, :]
+        with np.errstate(invalid="ignore"):
+            out = fo.down(c - fo.sum_up(fo.up(np.abs(a) * hb), axis=2))
+        return np.where(np.isnan(out), -np.inf, out)
+
+
+def _abs_max(bx: _Boxes, Z: FTM):
+    """An upper bound of ``|Z|`` over each box, entrywise (inf where not finite)."""
+    lo, hi = bx.range(Z)
+    m = np.maximum(np.abs(lo), np.abs(hi))
+    return np.where(np.isnan(m), np.inf, m)
+
+
+def linear_evaluator(model, prec: int = 128, fast: FloatBoxEvaluator | None = None):
+    """A :class:`LinearBoundEvaluator` for ``model`` (on its float evaluator ``fast`` when
+    given), or None where the float pass does not apply (hardmax attention, token input, no
+    readout)."""
+    if fast is None:
+        fast = _float_evaluator(model, prec)
+    if fast is None:
+        return None
+    return LinearBoundEvaluator(fast)
