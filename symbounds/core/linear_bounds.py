@@ -50,11 +50,13 @@ from . import outward as fo
 from .float_boxes import FTM, FloatBoxEvaluator, _Boxes, _add_bias, _centres
 from .float_boxes import evaluator as _float_evaluator
 
-__all__ = ["LinearBoundEvaluator", "linear_evaluator"]
+__all__ = ["LinearBoundEvaluator", "SMALL_ENTRIES", "linear_evaluator"]
 
 #: Largest number of array entries of one batch's widest backward coefficient array (one
 #: objective per hidden unit and token, per box).
 _BATCH_ENTRIES = 1 << 21
+#: The largest such array (per box) of a network that ``small`` admits.
+SMALL_ENTRIES = 1 << 16
 
 
 def _down_add(c, q):
@@ -121,6 +123,11 @@ class LinearBoundEvaluator:
             good = good & np.isfinite(a) & np.isfinite(b) & (a <= b)
             out_lo[sl], out_hi[sl], ok[sl] = np.where(good, a, -np.inf), np.where(good, b, np.inf), good
         return out_lo, out_hi, ok
+
+    def small(self) -> bool:
+        """Whether the network is small enough for the linear bounds to cost about as much as a few
+        float passes (what ``linear="auto"`` of :class:`symbounds.core.search.BoxEvaluator` asks)."""
+        return self._entries_per_box() <= SMALL_ENTRIES
 
     def _entries_per_box(self) -> int:
         D, n = self.fast.base[0].shape
