@@ -240,7 +240,7 @@ def _bound(args) -> int:
             out["shape"] = list(res.shape)
         print(json.dumps(out, indent=2))
         return 0
-    names = {"taylor": "first-order Taylor models", "linear": "linear relaxations", "ball": "interval balls",
+    names = {"taylor": "first-order Taylor models", "linear": "first-order Taylor models met with linear relaxations", "ball": "interval balls",
              "exact": "exact rationals"}
     how = ", ".join(names[m] for m in res.method.split("+"))
     what = (f"adaptive (tolerance {res.tol})" if res.mode == "adaptive" else "fixed partition")
