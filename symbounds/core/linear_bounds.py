@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import outward as fo
-from .float_boxes import FTM, FloatBoxEvaluator, _Boxes, _add_bias, _centres
+from .float_boxes import FTM, Boxes, FloatBoxEvaluator, add_bias, attention_layer, centres, embed, ffn_layer
 from .float_boxes import evaluator as _float_evaluator
 
 __all__ = ["LinearBoundEvaluator", "SMALL_ENTRIES", "linear_evaluator"]
@@ -112,7 +112,7 @@ class LinearBoundEvaluator:
         """``(lo, hi, ok)``: float enclosures of the readout ``T`` over the boxes ``[lo_b, hi_b]``
         (sequences of exact rationals); ``ok[b]`` False where none could be computed."""
         B = len(lo)
-        x0, h = _centres(lo, hi)
+        x0, h = centres(lo, hi)
         out_lo, out_hi = np.full(B, -np.inf), np.full(B, np.inf)
         ok = np.zeros(B, dtype=bool)
         step = max(1, _BATCH_ENTRIES // self._entries_per_box())
@@ -141,11 +141,11 @@ class LinearBoundEvaluator:
     # --- the forward sweep: ranges, relaxations and the attention's Taylor models --------------------
     def _batch(self, x0, h):
         ev = self.fast
-        bx = _Boxes(h)
+        bx = Boxes(h)
         self._x0, self._h, self._bx = x0, h, bx
         self._recs: list = []
         self._zmax: list = []
-        Z = ev._embed(bx, x0)
+        Z = embed(ev, bx, x0)
         layers = ev.layers
         for i, layer in enumerate(layers):
             self._zmax.append(_abs_max(bx, Z))
@@ -156,7 +156,7 @@ class LinearBoundEvaluator:
                     Z = self._sharpen(Z, i)
                     self._zmax[i] = _abs_max(bx, Z)
                 _, heads, skip, tau = layer
-                att = ev._attention(bx, ("attention", heads, (0.0, 0.0), tau), Z, None, False)
+                att = attention_layer(ev, bx, ("attention", heads, (0.0, 0.0), tau), Z)
                 rec = _Att()
                 rec.skip, rec.att = skip, att
                 self._recs.append(rec)
@@ -180,7 +180,7 @@ class LinearBoundEvaluator:
         with the Taylor ranges) and the layer's Taylor model."""
         ev, bx = self.fast, self._bx
         _, W1, b1, W2, b2, skip, pairs = layer
-        H = _add_bias(bx, bx.linear(W1, Z), b1)
+        H = add_bias(bx, bx.linear(W1, Z), b1)
         tl, tu = bx.range(H)
         Hd, n = H.c.shape[1:]
         D = Z.c.shape[1]
@@ -213,7 +213,7 @@ class LinearBoundEvaluator:
             smax[:, u2] = 0.0
         rec.smax = smax
         self._recs.append(rec)
-        return ev._ffn(bx, layer, Z, None)
+        return ffn_layer(ev, bx, layer, Z)
 
     def _sharpen(self, Z: FTM, i: int) -> FTM:
         """The Taylor model of ``Z_i`` entry by entry the narrower of ``Z`` and the one made of
@@ -362,7 +362,7 @@ class LinearBoundEvaluator:
         return np.where(np.isnan(out), -np.inf, out)
 
 
-def _abs_max(bx: _Boxes, Z: FTM):
+def _abs_max(bx: Boxes, Z: FTM):
     """An upper bound of ``|Z|`` over each box, entrywise (inf where not finite)."""
     lo, hi = bx.range(Z)
     m = np.maximum(np.abs(lo), np.abs(hi))
