@@ -11,9 +11,10 @@ by the sign of its coefficient) valid on the pre-activation's range:
 * **affine maps** ``V = W U + b`` (feed-forward weights, the residual ``skip``, the embedding
   ``Z_0 = base + E x``) substitute exactly: ``<Lambda, V> = <W^T Lambda, U> + <Lambda, b>``;
 * **ReLU** ``S = relu(H)`` with ``H`` in ``[l, u]``: exact where ``l >= 0`` (``S = H``) or
-  ``u <= 0`` (``S = 0``); where ``l < 0 < u``, ``S >= alpha H`` with ``alpha = 1`` if
-  ``u >= -l`` else 0 (CROWN's adaptive lower slope) for a coefficient ``mu >= 0``, and the chord
-  ``S <= s H + t`` for ``mu < 0``; the pairs ``relu(y) - relu(-y) = y`` found from the exact
+  ``u <= 0`` (``S = 0``); where ``l < 0 < u``, ``S >= alpha H`` for a coefficient ``mu >= 0``, and
+  the chord ``S <= s H + t`` for ``mu < 0``; ``alpha`` is 1 if ``u >= -l`` else 0 (CROWN's
+  adaptive lower slope), and two more passes take ``alpha = 0`` and ``alpha = 1`` for every
+  unstable ReLU, each bound keeping the best of the three (every choice is valid); the pairs ``relu(y) - relu(-y) = y`` found from the exact
   weights are substituted as ``y`` (as in the float pass);
 * **attention** layers are *not* relaxed through the softmax: the heads' output ``A(x)`` enters as
   its first-order Taylor model from the float pass (:mod:`symbounds.core.float_boxes`),
@@ -55,6 +56,9 @@ __all__ = ["LinearBoundEvaluator", "SMALL_ENTRIES", "linear_evaluator"]
 #: Largest number of array entries of one batch's widest backward coefficient array (one
 #: objective per hidden unit and token, per box).
 _BATCH_ENTRIES = 1 << 21
+#: The lower slopes of the unstable ReLUs tried, each objective keeping its best bound: CROWN's
+#: adaptive choice (1 where ``u >= -l``), all 0, all 1.
+_MODES = ("adaptive", "zero", "one")
 #: The largest such array (per box) of a network that ``small`` admits.
 SMALL_ENTRIES = 1 << 16
 
@@ -169,7 +173,7 @@ class LinearBoundEvaluator:
         lam = np.zeros((B, 2, D, n))
         lam[:, 0, ro.row, ro.column] = 1.0
         lam[:, 1, ro.row, ro.column] = -1.0
-        lower = self._concretize(*self._backward(lam, np.zeros((B, 2)), L))
+        lower = self._best(lam, np.zeros((B, 2)), L)
         t_lo, t_hi = bx.range(Z[ro.row, ro.column])
         lo = np.maximum(lower[:, 0], t_lo)
         hi = np.minimum(-lower[:, 1], t_hi)
@@ -198,7 +202,7 @@ class LinearBoundEvaluator:
             rad = np.einsum("jd,bdt->bjt", W1r, zm).reshape(B, Hd * n)
             rad = fo.up(rad * float(fo.up(1.0 + 4 * D * fo.U)))  # the einsum's own rounding (sum of D >= 0 terms)
             c = fo.down(c - np.concatenate([rad, rad], axis=1))
-        lower = self._concretize(*self._backward(lam, c, i))
+        lower = self._best(lam, c, i)
         K = Hd * n
         cl = lower[:, :K].reshape(B, Hd, n)
         cu = (-lower[:, K:]).reshape(B, Hd, n)
@@ -240,9 +244,19 @@ class LinearBoundEvaluator:
         return FTM(np.where(pick, lin.c, Z.c), G, np.where(pick, lin.r, Z.r))
 
     # --- the backward substitution ------------------------------------------------------------------
-    def _backward(self, lam, c, upto: int):
+    def _best(self, lam, c, upto: int):
+        """The concretized lower bounds of :meth:`_backward`, the largest of its three lower-slope
+        choices for each objective (each one is a valid bound)."""
+        out = None
+        for mode in _MODES:
+            v = self._concretize(*self._backward(lam, c, upto, mode))
+            out = v if out is None else np.maximum(out, v)
+        return out
+
+    def _backward(self, lam, c, upto: int, mode: str = "adaptive"):
         """``(a, c)`` with ``<Lambda, Z_upto> + c0 >= <a, delta> + c`` on every box, for ``lam`` of
-        shape ``(B, K, D, n)`` and the constants ``c0`` (``c``, shape ``(B, K)``)."""
+        shape ``(B, K, D, n)`` and the constants ``c0`` (``c``, shape ``(B, K)``); ``mode`` chooses
+        the lower slope of every unstable ReLU (:data:`_MODES`)."""
         ev, h = self.fast, self._h
         B, K = c.shape
         d = self.d
@@ -266,7 +280,7 @@ class LinearBoundEvaluator:
                 lam = self._skip(lam, rec.skip, zmax, ref)
                 c = ref[0]
             else:
-                lam, c = self._ffn_back(rec, lam, c, zmax)
+                lam, c = self._ffn_back(rec, lam, c, zmax, mode)
         # the embedding: Z_0 = base + E x in column `column`, x = x0 + delta
         Bm, Br = ev.base
         Lf = lam.reshape(B, K, -1)
@@ -303,7 +317,7 @@ class LinearBoundEvaluator:
         c_ref[0] = c
         return out
 
-    def _ffn_back(self, rec: _Ffn, lam, c, zmax):
+    def _ffn_back(self, rec: _Ffn, lam, c, zmax, mode: str = "adaptive"):
         """``<Lambda, eta Z + W2 relu(W1 Z + b1) + b2>`` bounded below by ``<Lambda', Z> + c'``."""
         B, K = c.shape
         W1m, W1r = rec.W1
@@ -322,7 +336,8 @@ class LinearBoundEvaluator:
         l, u = rec.l[:, None], rec.u[:, None]
         act, dead = l >= 0, u <= 0
         mixed = ~(act | dead)
-        alpha = np.where(act, 1.0, np.where(mixed & (u >= -l), 1.0, 0.0))
+        low = {"adaptive": mixed & (u >= -l), "zero": False, "one": mixed}[mode]
+        alpha = np.where(act | low, 1.0, 0.0)
         with np.errstate(all="ignore"):
             span = np.where(mixed, u - l, 1.0)
             s = np.where(mixed, np.clip(u / span, 0.0, 1.0), alpha)
