@@ -16,14 +16,15 @@ by the sign of its coefficient) valid on the pre-activation's range:
   adaptive lower slope), and two more passes take ``alpha = 0`` and ``alpha = 1`` for every
   unstable ReLU, each bound keeping the best of the three (every choice is valid); the pairs ``relu(y) - relu(-y) = y`` found from the exact
   weights are substituted as ``y`` (as in the float pass);
-* **attention** layers are *not* relaxed through the softmax: the heads' output ``A(x)`` enters as
-  its first-order Taylor model from the float pass (:mod:`symbounds.core.float_boxes`),
-  ``A(x) in c + <G, delta> + [-r, r]``, which is a pair of linear bounds in ``delta``:
-  ``<Lambda, A> >= <Lambda, c> + <G^T Lambda, delta> - <|Lambda|, r>``.  The skip part
-  ``rho Z`` of the layer is substituted exactly, so the correlation through the residual stream
-  is kept.  The Taylor model of the attention's *input* is the narrower, entry by entry, of the
-  float pass's and the one read off this module's linear bounds of that input (midpoint line and
-  the largest gap over the box).
+* **attention** layers, two ways, each bound keeping the better: the heads relaxed through the
+  softmax (:mod:`symbounds.core.linear_attention`: McCormick planes for the products, tangent and
+  chord for ``exp`` and the reciprocal, node ranges from the float pass's Taylor models), or the
+  heads' output ``A(x)`` entering as its first-order Taylor model from the float pass
+  (:mod:`symbounds.core.float_boxes`), ``A(x) in c + <G, delta> + [-r, r]``, a pair of linear
+  bounds in ``delta``: ``<Lambda, A> >= <Lambda, c> + <G^T Lambda, delta> - <|Lambda|, r>``.  The
+  skip part ``rho Z`` of the layer is substituted exactly.  The Taylor model of the attention's
+  *input* is the narrower, entry by entry, of the float pass's and the one read off this
+  module's linear bounds of that input (midpoint line and the largest gap over the box).
 
 The pre-activation ranges ``[l, u]`` of every ReLU come from the same backward propagation (one
 objective per hidden unit and token, both signs) met with the float pass's Taylor ranges; the
@@ -50,6 +51,9 @@ import numpy as np
 from . import outward as fo
 from .float_boxes import FTM, Boxes, FloatBoxEvaluator, add_bias, attention_layer, centres, embed, ffn_layer
 from .float_boxes import evaluator as _float_evaluator
+from .linear_attention import absorb as _absorb
+from .linear_attention import head_records, heads_backward
+from .linear_attention import lower_dot as _lin_lower
 
 __all__ = ["LinearBoundEvaluator", "SMALL_ENTRIES", "linear_evaluator"]
 
@@ -68,37 +72,12 @@ def _down_add(c, q):
     return fo.down(c + q)
 
 
-def _absorb(c, E, vmax):
-    """``c - sum E vmax`` rounded down (``E``, ``vmax`` >= 0; the sum over every axis after the first
-    two, ``E`` of shape ``(B, K, ...)`` and ``vmax`` broadcasting against it)."""
-    with np.errstate(invalid="ignore"):
-        p = np.where(E > 0, fo.up(E * vmax), 0.0)
-    B, K = E.shape[:2]
-    return fo.down(c - fo.sum_up(p.reshape(B, K, -1), axis=2))
-
-
-def _lin_lower(L, vm, vr=None):
-    """A lower bound of ``sum_j L[b, k, j] v[b, j]`` for ``v`` in ``vm +- vr`` (``L`` of shape
-    ``(B, K, M)``, ``vm`` and ``vr`` of shape ``(M,)`` or ``(B, M)``): the float product minus
-    its a-priori error, minus ``|L| vr``."""
-    vm = np.asarray(vm, dtype=np.float64)
-    col = vm[..., :, None] if vm.ndim == 2 else vm[:, None]
-    T = (L @ col)[..., 0]
-    e = fo.matmul_err(np.abs(L), np.abs(col))[..., 0]
-    out = fo.down(T - e)
-    if vr is not None:
-        vr = np.asarray(vr, dtype=np.float64)
-        rc = vr[..., :, None] if vr.ndim == 2 else vr[:, None]
-        out = fo.down(out - fo.matmul_up(np.abs(L), rc)[..., 0])
-    return out
-
-
 class _Ffn:
     __slots__ = ("W1", "b1", "W2", "b2", "skip", "pairs", "l", "u", "hmax", "smax")
 
 
 class _Att:
-    __slots__ = ("skip", "att")
+    __slots__ = ("att", "heads", "skip")
 
 
 class LinearBoundEvaluator:
@@ -163,6 +142,7 @@ class LinearBoundEvaluator:
                 att = attention_layer(ev, bx, ("attention", heads, (0.0, 0.0), tau), Z)
                 rec = _Att()
                 rec.skip, rec.att = skip, att
+                rec.heads = head_records(bx, heads, tau, Z)
                 self._recs.append(rec)
                 Z = att if not (skip[0] or skip[1]) else bx.add(att, bx.scale(skip, Z))
         self._zmax.append(_abs_max(bx, Z))
@@ -248,15 +228,19 @@ class LinearBoundEvaluator:
         """The concretized lower bounds of :meth:`_backward`, the largest of its three lower-slope
         choices for each objective (each one is a valid bound)."""
         out = None
-        for mode in _MODES:
-            v = self._concretize(*self._backward(lam, c, upto, mode))
-            out = v if out is None else np.maximum(out, v)
+        atts = [False, True] if any(isinstance(r, _Att) for r in self._recs[:upto]) else [False]
+        for relu in _MODES:
+            for relax in atts:
+                v = self._concretize(*self._backward(lam, c, upto, (relu, relax)))
+                out = v if out is None else np.maximum(out, v)
         return out
 
-    def _backward(self, lam, c, upto: int, mode: str = "adaptive"):
+    def _backward(self, lam, c, upto: int, mode=("adaptive", False)):
         """``(a, c)`` with ``<Lambda, Z_upto> + c0 >= <a, delta> + c`` on every box, for ``lam`` of
-        shape ``(B, K, D, n)`` and the constants ``c0`` (``c``, shape ``(B, K)``); ``mode`` chooses
-        the lower slope of every unstable ReLU (:data:`_MODES`)."""
+        shape ``(B, K, D, n)`` and the constants ``c0`` (``c``, shape ``(B, K)``); ``mode``: the
+        lower slope of every unstable ReLU (:data:`_MODES`), and whether attention heads are
+        relaxed (:mod:`symbounds.core.linear_attention`) or enter as their Taylor models."""
+        relu, relax = mode
         ev, h = self.fast, self._h
         B, K = c.shape
         d = self.d
@@ -265,7 +249,12 @@ class LinearBoundEvaluator:
         for i in reversed(range(upto)):
             rec = self._recs[i]
             zmax = self._zmax[i][:, None]
-            if isinstance(rec, _Att):
+            if isinstance(rec, _Att) and relax:
+                coef, c = heads_backward(rec.heads, lam, c, zmax)
+                ref = [c]
+                lam = self._skip(lam, rec.skip, zmax, ref, extra=coef)
+                c = ref[0]
+            elif isinstance(rec, _Att):
                 att = rec.att
                 Lf = lam.reshape(B, K, -1)
                 c = _down_add(c, _lin_lower(Lf, att.c.reshape(B, -1)))
@@ -280,7 +269,7 @@ class LinearBoundEvaluator:
                 lam = self._skip(lam, rec.skip, zmax, ref)
                 c = ref[0]
             else:
-                lam, c = self._ffn_back(rec, lam, c, zmax, mode)
+                lam, c = self._ffn_back(rec, lam, c, zmax, relu)
         # the embedding: Z_0 = base + E x in column `column`, x = x0 + delta
         Bm, Br = ev.base
         Lf = lam.reshape(B, K, -1)

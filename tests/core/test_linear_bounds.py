@@ -5,6 +5,7 @@ points: corners, the centre and random points of every box."""
 import itertools
 import random
 from fractions import Fraction
+from fractions import Fraction as F
 
 import numpy as np
 import pytest
@@ -170,3 +171,63 @@ def test_linear_option_is_checked():
 
     with pytest.raises(BoundError, match="linear"):
         bound(relu_minus_x(), [Fraction(0)], [Fraction(1)], linear="yes")
+
+
+# ------------------------------------------------------------------------------------------
+# the elementary relaxations of the attention heads, against exact rationals and 300-bit exp
+
+
+def _ranges(rng, shape, spread):
+    a = rng.uniform(-spread, spread, shape)
+    b = a + rng.uniform(0, spread, shape) * (rng.random(shape) < 0.9)  # some degenerate ranges
+    return a, b
+
+
+def test_mccormick_planes_are_below_the_product_times_mu():
+    from symbounds.core.linear_attention import _mccormick, _Node
+
+    rng = np.random.default_rng(0)
+    B, K, M = 3, 4, 50
+    for spread in (1e-3, 1.0, 40.0):
+        xl, xu = _ranges(rng, (B, M), spread)
+        yl, yu = _ranges(rng, (B, M), spread)
+        mu = rng.normal(size=(B, K, M)) * (rng.random((B, K, M)) < 0.9)
+        sl = (slice(None), None)
+        ax, ay, c = _mccormick(np.zeros((B, K)), mu, _Node(xl, xu), _Node(yl, yu), sl, sl)
+        for _ in range(20):
+            tx, ty = rng.random((B, M)), rng.random((B, M))
+            x, y = xl + tx * (xu - xl), yl + ty * (yu - yl)
+            x, y = np.clip(x, xl, xu), np.clip(y, yl, yu)
+            for b in range(B):
+                for k in range(K):
+                    exact = sum(F(mu[b, k, j]) * F(x[b, j]) * F(y[b, j]) for j in range(M))
+                    line = sum(F(ax[b, k, j]) * F(x[b, j]) + F(ay[b, k, j]) * F(y[b, j]) for j in range(M))
+                    assert line + F(c[b, k]) <= exact
+
+
+@pytest.mark.parametrize("kind", ["exp", "recip"])
+def test_exp_and_reciprocal_lines_are_below_mu_f(kind):
+    import mpmath
+
+    from symbounds.core.linear_attention import _convex, _Node
+
+    rng = np.random.default_rng(1)
+    B, K, M = 2, 3, 30
+    for spread in (1e-6, 0.5, 30.0):
+        if kind == "exp":
+            lo, hi = _ranges(rng, (B, M), spread)
+        else:
+            lo = rng.uniform(0.01, 2.0, (B, M))
+            hi = lo + rng.uniform(0, spread, (B, M))
+        mu = rng.normal(size=(B, K, M))
+        coef, c = _convex(np.zeros((B, K)), mu, _Node(lo, hi), kind)
+        with mpmath.workprec(300):
+            f = mpmath.exp if kind == "exp" else (lambda v: 1 / v)
+            for t in (0.0, 0.3, 0.5, 1.0):
+                v = np.clip(lo + t * (hi - lo), lo, hi)
+                for b in range(B):
+                    for k in range(K):
+                        exact = mpmath.fsum(mpmath.mpf(float(mu[b, k, j])) * f(mpmath.mpf(float(v[b, j])))
+                                            for j in range(M))
+                        line = sum(F(coef[b, k, j]) * F(v[b, j]) for j in range(M)) + F(c[b, k])
+                        assert line <= as_fraction(exact) + SLACK * (1 + abs(line))
