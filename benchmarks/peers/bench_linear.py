@@ -90,6 +90,7 @@ def run(name, path, side_model, peers):
             per[w] = {"median": statistics.median(ends[i][1] - ends[i][0] for i in ok) if ok else None,
                       "valid": len(ok), "boxes": len(idx),
                       "ratio_to_crown": statistics.median(cw) if cw else None,
+                      "max_ratio_to_crown": max(cw) if cw else None,
                       "crown_narrower": narrower if cw else None}
         table[tool] = per
     print(f"{name}: {len(rows)} boxes, float {t_float:.2e} s/box, linear {t_lin:.2e} s/box (batched)",
@@ -117,7 +118,9 @@ def render(out) -> str:
                     continue
                 s = f"{c['median']:.3e} ({c['valid']}/{c['boxes']})"
                 if tool != "CROWN" and c["ratio_to_crown"] is not None:
-                    s += f", x{c['ratio_to_crown']:.3g} of CROWN, CROWN narrower on {c['crown_narrower']}"
+                    top = c["max_ratio_to_crown"]
+                    most = f"x{top:.4g}" if abs(top - 1) >= 1e-3 else f"x(1 {'+' if top >= 1 else '-'} {abs(top - 1):.1e})"
+                    s += f", x{c['ratio_to_crown']:.4g} of CROWN (at most {most}), CROWN narrower on {c['crown_narrower']}"
                 cells.append(s)
             lines.append(f"| {tool} | " + " | ".join(cells) + " |")
         lines.append("")

@@ -101,11 +101,13 @@ def _node(bx: Boxes, a: FTM, lo=None, hi=None) -> _Node:
     return _Node(tl, th)
 
 
-def head_records(bx: Boxes, heads, tau, Z: FTM) -> list:
+def head_records(bx: Boxes, heads, tau, Z: FTM, ranges=None) -> list:
     """For each head of an attention layer (entries of the float evaluator's layer), its weights
-    and the ranges of every node over the boxes, from Taylor models of ``Z``."""
+    and the ranges of every node over the boxes, from Taylor models of ``Z``, met with ``ranges``
+    (per head, ``(lo, hi)`` of ``Q``, ``K`` and ``V`` found otherwise) where given; the ranges of
+    the scores are also met with the interval products of those of ``Q`` and ``K``."""
     recs = []
-    for _h, (WQ, WK, WV, WO), _const, _vcols in heads:
+    for hh, ((_h, (WQ, WK, WV, WO), _const, _vcols)) in enumerate(heads):
         Q, K, V = bx.linear(WQ, Z), bx.linear(WK, Z), bx.linear(WV, Z)
         dot = bx.sum(bx.mul(Q[:, :, None], K[:, None, :]), 0)  # (B, n, n)
         s = dot if tau is None else bx.scale(tau, dot)
@@ -120,9 +122,13 @@ def head_records(bx: Boxes, heads, tau, Z: FTM) -> list:
         A = bx.sum(bx.mul(FTM(P.c[:, None], None if P.G is None else P.G[:, :, None], P.r[:, None]),
                           V[:, None, :]), 2)  # (B, dv, n)
         rec = {"W": (WQ, WK, WV, WO), "tau": tau, "m": m[:, :, 0]}
-        rec["Q"], rec["K"], rec["V"] = _node(bx, Q), _node(bx, K), _node(bx, V)
-        rec["d"] = _node(bx, dot)
+        extra = ranges[hh] if ranges is not None else [(None, None)] * 3
+        rec["Q"], rec["K"], rec["V"] = (_node(bx, a, *r) for a, r in zip((Q, K, V), extra))
+        d_lo, d_hi = _interval_dot(rec["Q"], rec["K"])
+        rec["d"] = _node(bx, dot, d_lo, d_hi)
         n_s = _node(bx, sh)
+        if tau is None:
+            n_s = _Node(np.maximum(n_s.lo, fo.down(rec["d"].lo - m)), np.minimum(n_s.hi, fo.up(rec["d"].hi - m)))
         rec["s"] = n_s
         e_lo, e_hi = fo.exp_lower(n_s.lo), fo.exp_upper(n_s.hi)
         rec["e"] = _node(bx, E, e_lo, e_hi)
@@ -140,6 +146,22 @@ def head_records(bx: Boxes, heads, tau, Z: FTM) -> list:
         rec["ok"] = good.all(axis=1) & ok.all(axis=1)
         recs.append(rec)
     return recs
+
+
+def _interval_dot(Q: _Node, K: _Node):
+    """``(lo, hi)`` of ``d_jk = sum_a Q_aj K_ak`` from the ranges of ``Q`` (B, dk, n) and ``K``."""
+    ql, qu = Q.lo[:, :, :, None], Q.hi[:, :, :, None]
+    kl, ku = K.lo[:, :, None, :], K.hi[:, :, None, :]
+    with np.errstate(all="ignore"):
+        p = [ql * kl, ql * ku, qu * kl, qu * ku]
+        lo = fo.down(np.minimum(np.minimum(p[0], p[1]), np.minimum(p[2], p[3])))
+        hi = fo.up(np.maximum(np.maximum(p[0], p[1]), np.maximum(p[2], p[3])))
+        n = lo.shape[1]
+        s_lo = -fo.sum_up(np.maximum(-lo, 0.0), axis=1)
+        s_lo = fo.down(s_lo + fo.sum_down(np.maximum(lo, 0.0), axis=1))
+        s_hi = fo.up(fo.sum_up(np.maximum(hi, 0.0), axis=1) - fo.sum_down(np.maximum(-hi, 0.0), axis=1))
+    del n
+    return np.where(np.isnan(s_lo), -np.inf, s_lo), np.where(np.isnan(s_hi), np.inf, s_hi)
 
 
 def _mccormick(c, mu, x: _Node, y: _Node, xs, ys):

@@ -142,7 +142,8 @@ class LinearBoundEvaluator:
                 att = attention_layer(ev, bx, ("attention", heads, (0.0, 0.0), tau), Z)
                 rec = _Att()
                 rec.skip, rec.att = skip, att
-                rec.heads = head_records(bx, heads, tau, Z)
+                ranges = [[self._affine_ranges(Wb, None, i) for Wb in mats[:3]] for _, mats, _, _ in heads]
+                rec.heads = head_records(bx, heads, tau, Z, ranges)
                 self._recs.append(rec)
                 Z = att if not (skip[0] or skip[1]) else bx.add(att, bx.scale(skip, Z))
         self._zmax.append(_abs_max(bx, Z))
@@ -159,6 +160,29 @@ class LinearBoundEvaluator:
         hi = np.minimum(-lower[:, 1], t_hi)
         return lo, hi, ~bx.bad
 
+    def _affine_ranges(self, W, b, i: int):
+        """``(lo, hi)`` of ``W Z_t + b`` (shape ``(B, rows, n)``) for ``Z = Z_i`` by the backward
+        bounds, one objective per row and token, both signs; ``b`` None for no bias."""
+        Wm, Wr = W
+        Hd, D = Wm.shape
+        B, _, n = self._zmax[i].shape
+        if b is None:
+            bm, br = np.zeros(Hd), None
+        else:
+            bm, br = b
+        brr = np.repeat(br if br is not None else np.zeros(Hd), n)
+        base = np.einsum("jd,tu->jtdu", Wm, np.eye(n)).reshape(Hd * n, D, n)
+        lam = np.broadcast_to(np.concatenate([base, -base])[None], (B, 2 * Hd * n, D, n)).copy()
+        c = np.concatenate([fo.down(-brr + np.repeat(bm, n)), fo.down(-brr - np.repeat(bm, n))])
+        c = np.broadcast_to(c[None], (B, 2 * Hd * n)).copy()
+        if Wr is not None:  # the radius of W times |Z|
+            rad = np.einsum("jd,bdt->bjt", Wr, self._zmax[i]).reshape(B, Hd * n)
+            rad = fo.up(rad * float(fo.up(1.0 + 4 * D * fo.U)))  # the einsum's own rounding (sum of D >= 0 terms)
+            c = fo.down(c - np.concatenate([rad, rad], axis=1))
+        lower = self._best(lam, c, i)
+        K = Hd * n
+        return lower[:, :K].reshape(B, Hd, n), (-lower[:, K:]).reshape(B, Hd, n)
+
     def _ffn(self, layer, Z: FTM, i: int) -> FTM:
         """The records of an FFN layer (its pre-activation ranges from the backward bounds met
         with the Taylor ranges) and the layer's Taylor model."""
@@ -169,23 +193,7 @@ class LinearBoundEvaluator:
         Hd, n = H.c.shape[1:]
         D = Z.c.shape[1]
         B = Z.c.shape[0]
-        W1m, W1r = W1
-        b1m, b1r = b1
-        # objectives <W1_j, Z_t> for every unit j and token t, both signs
-        base = np.einsum("jd,tu->jtdu", W1m, np.eye(n)).reshape(Hd * n, D, n)
-        lam = np.broadcast_to(np.concatenate([base, -base])[None], (B, 2 * Hd * n, D, n)).copy()
-        c = np.concatenate([fo.down(-np.repeat(b1r if b1r is not None else np.zeros(Hd), n) + np.repeat(b1m, n)),
-                            fo.down(-np.repeat(b1r if b1r is not None else np.zeros(Hd), n) - np.repeat(b1m, n))])
-        c = np.broadcast_to(c[None], (B, 2 * Hd * n)).copy()
-        if W1r is not None:  # the radius of W1 times |Z|
-            zm = self._zmax[i]  # (B, D, n)
-            rad = np.einsum("jd,bdt->bjt", W1r, zm).reshape(B, Hd * n)
-            rad = fo.up(rad * float(fo.up(1.0 + 4 * D * fo.U)))  # the einsum's own rounding (sum of D >= 0 terms)
-            c = fo.down(c - np.concatenate([rad, rad], axis=1))
-        lower = self._best(lam, c, i)
-        K = Hd * n
-        cl = lower[:, :K].reshape(B, Hd, n)
-        cu = (-lower[:, K:]).reshape(B, Hd, n)
+        cl, cu = self._affine_ranges(W1, b1, i)
         rec = _Ffn()
         rec.W1, rec.b1, rec.W2, rec.b2, rec.skip, rec.pairs = W1, b1, W2, b2, skip, pairs
         rec.l = np.maximum(np.where(np.isnan(cl), -np.inf, cl), tl)
