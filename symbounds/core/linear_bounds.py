@@ -55,7 +55,7 @@ from .linear_attention import absorb as _absorb
 from .linear_attention import head_records, heads_backward
 from .linear_attention import lower_dot as _lin_lower
 
-__all__ = ["LinearBoundEvaluator", "SMALL_ENTRIES", "linear_evaluator"]
+__all__ = ["LinearBoundEvaluator", "SMALL_WORK", "linear_evaluator"]
 
 #: Largest number of array entries of one batch's widest backward coefficient array (one
 #: objective per hidden unit and token, per box).
@@ -63,8 +63,8 @@ _BATCH_ENTRIES = 1 << 21
 #: The lower slopes of the unstable ReLUs tried, each objective keeping its best bound: CROWN's
 #: adaptive choice (1 where ``u >= -l``), all 0, all 1.
 _MODES = ("adaptive", "zero", "one")
-#: The largest such array (per box) of a network that ``small`` admits.
-SMALL_ENTRIES = 1 << 16
+#: The most work (objectives times entries per objective, per box) of a network ``small`` admits.
+SMALL_WORK = 1 << 16
 
 
 def _down_add(c, q):
@@ -109,17 +109,37 @@ class LinearBoundEvaluator:
 
     def small(self) -> bool:
         """Whether the network is small enough for the linear bounds to cost about as much as a few
-        float passes (what ``linear="auto"`` of :class:`symbounds.core.search.BoxEvaluator` asks)."""
-        return self._entries_per_box() <= SMALL_ENTRIES
+        float passes (what ``linear="auto"`` of :class:`symbounds.core.search.BoxEvaluator` asks):
+        the most objectives of one backward pass times the entries its layers touch per
+        objective at most :data:`SMALL_WORK`."""
+        return self._objectives() * sum(self._layer_sizes()) <= SMALL_WORK
 
-    def _entries_per_box(self) -> int:
+    def _objectives(self) -> int:
+        """The most objectives (both signs) of one backward pass, per box."""
         D, n = self.fast.base[0].shape
-        worst = 2 * D * n * D * n
+        worst = 2 * D * n
+        for layer in self.fast.layers:
+            if layer[0] == "ffn":
+                worst = max(worst, 2 * layer[1][0].shape[0] * n)
+            else:
+                for _, mats, _, _ in layer[1]:
+                    worst = max(worst, 2 * max(m[0].shape[0] for m in mats[:3]) * n)
+        return worst
+
+    def _layer_sizes(self) -> list:
+        """Per layer, the entries of its backward coefficient arrays for one objective."""
+        D, n = self.fast.base[0].shape
+        out = []
         for layer in self.fast.layers:
             if layer[0] == "ffn":
                 Hd = layer[1][0].shape[0]
-                worst = max(worst, 2 * Hd * n * max(D, Hd) * n)
-        return worst
+                out.append(max(D, Hd) * n)
+            else:
+                out.append(sum(max(m[0].shape[0] for m in mats) * n * n for _, mats, _, _ in layer[1]) + D * n)
+        return out
+
+    def _entries_per_box(self) -> int:
+        return self._objectives() * max(self._layer_sizes())
 
     # --- the forward sweep: ranges, relaxations and the attention's Taylor models --------------------
     def _batch(self, x0, h):
