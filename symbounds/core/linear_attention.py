@@ -156,11 +156,9 @@ def _interval_dot(Q: _Node, K: _Node):
         p = [ql * kl, ql * ku, qu * kl, qu * ku]
         lo = fo.down(np.minimum(np.minimum(p[0], p[1]), np.minimum(p[2], p[3])))
         hi = fo.up(np.maximum(np.maximum(p[0], p[1]), np.maximum(p[2], p[3])))
-        n = lo.shape[1]
         s_lo = -fo.sum_up(np.maximum(-lo, 0.0), axis=1)
         s_lo = fo.down(s_lo + fo.sum_down(np.maximum(lo, 0.0), axis=1))
         s_hi = fo.up(fo.sum_up(np.maximum(hi, 0.0), axis=1) - fo.sum_down(np.maximum(-hi, 0.0), axis=1))
-    del n
     return np.where(np.isnan(s_lo), -np.inf, s_lo), np.where(np.isnan(s_hi), np.inf, s_hi)
 
 

@@ -197,7 +197,8 @@ class LinearBoundEvaluator:
         c = np.broadcast_to(c[None], (B, 2 * Hd * n)).copy()
         if Wr is not None:  # the radius of W times |Z|
             rad = np.einsum("jd,bdt->bjt", Wr, self._zmax[i]).reshape(B, Hd * n)
-            rad = fo.up(rad * float(fo.up(1.0 + 4 * D * fo.U)))  # the einsum's own rounding (sum of D >= 0 terms)
+            # the einsum's own rounding: D products and a sum of D terms >= 0, underflow included
+            rad = fo.up(fo.up(rad * float(fo.up(1.0 + 4 * D * fo.U))) + 2 * D * fo.ETA)
             c = fo.down(c - np.concatenate([rad, rad], axis=1))
         lower = self._best(lam, c, i)
         K = Hd * n
