@@ -50,6 +50,9 @@ def add_bound_arguments(b) -> None:
     b.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="adaptive: stop refining after this many seconds (the bound so far is reported)")
     b.add_argument("--prec", type=int, default=128, help="precision in bits (default 128)")
+    b.add_argument("--linear", choices=("auto", "on", "off"), default="auto",
+                   help="meet each sub-box's Taylor-model enclosure with backward linear bounds (ReLU "
+                        "relaxations, CROWN family, rounded outward): auto (the default) for small networks")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -213,7 +216,8 @@ def _bound(args) -> int:
     try:
         res = bound(model, lo, hi, split=args.split, width=width, prec=_prec(args.prec), tol=tol,
                     max_boxes=args.max_boxes, timeout=timeout,
-                    progress=lambda f, n: bar.volume(f, n, "the box's volume"))
+                    progress=lambda f, n: bar.volume(f, n, "the box's volume"),
+                    linear={"auto": "auto", "on": True, "off": False}[args.linear])
     except BoundError as e:
         raise UsageError(str(e)) from None
     except BoundUndecided as e:
@@ -236,7 +240,8 @@ def _bound(args) -> int:
             out["shape"] = list(res.shape)
         print(json.dumps(out, indent=2))
         return 0
-    names = {"taylor": "first-order Taylor models", "ball": "interval balls", "exact": "exact rationals"}
+    names = {"taylor": "first-order Taylor models", "linear": "first-order Taylor models met with linear relaxations", "ball": "interval balls",
+             "exact": "exact rationals"}
     how = ", ".join(names[m] for m in res.method.split("+"))
     what = (f"adaptive (tolerance {res.tol})" if res.mode == "adaptive" else "fixed partition")
     print(f"symbounds bound: {args.model} over {len(lo)} input interval(s), {res.boxes} sub-box(es) "

@@ -78,7 +78,7 @@ class BoundResult:
     upper: Fraction | tuple
     boxes: int
     seconds: float
-    method: str  # "taylor", "ball", "exact" or several joined by "+" (the evaluators the sub-boxes kept)
+    method: str  # "taylor", "linear", "ball", "exact" or several joined by "+" (the evaluators the sub-boxes kept)
     shape: tuple | None = None  # (D, n) of the output matrix, None for a readout
     #: values the output certainly reaches (``min T <= sampled_lower``, ``max T >= sampled_upper``):
     #: rigorous values at the sampled extreme points (None where none could be evaluated); the true
@@ -262,7 +262,7 @@ class _Range(Problem):
 
 def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, tol=None,
           max_boxes: int | None = None, timeout: float | None = None, progress=None, seed: int = 0,
-          fast: bool = True) -> BoundResult:
+          fast: bool = True, linear: bool | str = "auto") -> BoundResult:
     """A certified enclosure of the model's output over the box ``[lo, hi]`` (see the module
     docstring); ``model`` is a :class:`Transformer`, a model-file dict or a path.
 
@@ -271,7 +271,9 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     :data:`DEFAULT_TOL`) of it, or ``max_boxes`` boxes were evaluated, or ``timeout`` seconds
     passed (``stopped`` says which).  ``progress(done, evaluated)`` is called as boxes are
     evaluated (``done``: the settled fraction of the box's volume, or of the partition's leaves).
-    ``fast=False`` encloses every box in Arb (no float pass)."""
+    ``fast=False`` encloses every box in Arb (no float pass).  ``linear``: meet each float
+    enclosure with the backward linear bounds of :mod:`symbounds.core.linear_bounds` (True,
+    False, or "auto": for networks small enough that they cost a few float passes)."""
     t0 = time.perf_counter()
     model = _as_model(model)
     if not (MIN_PREC <= int(prec) <= MAX_PREC):
@@ -282,7 +284,9 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
         tol = _end(tol, "the tolerance")
         if not (0 < tol <= 100):
             raise BoundError(f"tolerance {tol}: use a number in (0, 100]")
-    ev = BoxEvaluator(model, prec, fast)
+    if linear not in (True, False, "auto"):
+        raise BoundError(f"linear: expected True, False or 'auto', not {str(linear)[:20]!r}")
+    ev = BoxEvaluator(model, prec, fast, linear)
     problem = _Range(k, DEFAULT_TOL if tol is None else tol)
     stopped = None
     if split is None and width is None:
@@ -305,7 +309,7 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     his = [max(e.hi[j] for _, e in leaves) for j in range(k)]
     slo, shi = _attained(problem, ev, los, his)
     kinds = {_KIND.get(e.method, e.method) for _, e in leaves} - {"parent"}
-    method = "+".join(m for m in ("exact", "taylor", "ball") if m in kinds) or "taylor"
+    method = "+".join(m for m in ("exact", "taylor", "linear", "ball") if m in kinds) or "taylor"
     common = dict(boxes=len(leaves), seconds=time.perf_counter() - t0, method=method, evaluated=evaluated,
                   mode=mode, stopped=stopped, evaluators=dict(ev.counts),
                   tol=None if mode == "partition" else (DEFAULT_TOL if tol is None else tol))
@@ -316,7 +320,7 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
                        sampled_upper=tuple(shi), **common)
 
 
-_KIND = {"float": "taylor", "taylor": "taylor", "ball": "ball", "exact": "exact"}
+_KIND = {"float": "taylor", "linear": "linear", "taylor": "taylor", "ball": "ball", "exact": "exact"}
 
 
 def sample_range(problem: Problem, ev: BoxEvaluator, box: Box, seed: int = 0, n: int = 64) -> None:

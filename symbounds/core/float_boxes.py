@@ -740,3 +740,27 @@ def evaluator(model: Transformer, prec: int = 128):
     if any(isinstance(layer, Attention) and layer.kind != "softmax" for layer in model.layers):
         return None
     return FloatBoxEvaluator(model, prec)
+
+
+# ------------------------------------------------------------------------------------------
+# the steps of the pass, for evaluators built on it (symbounds.core.linear_bounds)
+
+#: The Taylor-model arithmetic over a batch of boxes (half-widths ``h``).
+Boxes = _Boxes
+add_bias = _add_bias
+centres = _centres
+
+
+def embed(ev: FloatBoxEvaluator, bx: _Boxes, x0) -> FTM:
+    """``Z_0 = base + E x`` over the boxes ``x0 +- bx.h``."""
+    return ev._embed(bx, x0)
+
+
+def attention_layer(ev: FloatBoxEvaluator, bx: _Boxes, layer, Z: FTM) -> FTM:
+    """One attention layer (an entry of ``ev.layers``) on every token, scores per box."""
+    return ev._attention(bx, layer, Z, None, False)
+
+
+def ffn_layer(ev: FloatBoxEvaluator, bx: _Boxes, layer, Z: FTM) -> FTM:
+    """One feed-forward layer (an entry of ``ev.layers``) on every token."""
+    return ev._ffn(bx, layer, Z, None)

@@ -112,7 +112,7 @@ class Enclosure:
 
     lo: tuple
     hi: tuple
-    method: str  # "float", "taylor", "ball", "exact" or "parent"
+    method: str  # "float", "linear", "taylor", "ball", "exact" or "parent"
     ctx: object = None
     vals: list | None = None
 
@@ -146,10 +146,19 @@ class BoxEvaluator:
     """A model's outputs enclosed over boxes (float batch, Arb Taylor models, balls, exact at a
     point), evaluated at points for sampling (float, not rigorous), and rigorously at a point."""
 
-    def __init__(self, model: Transformer, prec: int = 128, fast: bool = True):
+    def __init__(self, model: Transformer, prec: int = 128, fast: bool = True, linear: bool | str = False):
         self.model = model
         self.prec = int(prec)
         self.fast = float_evaluator(model, self.prec) if fast else None
+        #: backward linear bounds met with the float pass (:mod:`symbounds.core.linear_bounds`):
+        #: True, False, or "auto" (on for networks small enough that it costs a few float passes)
+        self.linear = None
+        if linear and self.fast is not None:
+            from .linear_bounds import linear_evaluator
+
+            lin = linear_evaluator(model, self.prec, self.fast)
+            if lin is not None and (linear is True or lin.small()):
+                self.linear = lin
         self._exact_ok = True  # False once the network is seen to need a transcendental function
         self.counts: dict = {}
         #: boxes halved per step of the search, and (starts, steps) of a descent
@@ -172,10 +181,14 @@ class BoxEvaluator:
                 else:
                     arb.append(i)
         if self.fast is not None and wide:
-            lo, hi, ok, _, _, _ = self.fast.enclose([boxes[i].lo for i in wide], [boxes[i].hi for i in wide])
+            los, his = [boxes[i].lo for i in wide], [boxes[i].hi for i in wide]
+            lo, hi, ok, _, _, _ = self.fast.enclose(los, his)
+            method = np.full(len(wide), "float", dtype=object)
+            if self.linear is not None:
+                lo, hi, ok, method = _meet_linear(self.linear.ranges(los, his), lo, hi, ok, method)
             for k, i in enumerate(wide):
                 if ok[k]:
-                    out[i] = Enclosure((Fraction(float(lo[k])),), (Fraction(float(hi[k])),), "float")
+                    out[i] = Enclosure((Fraction(float(lo[k])),), (Fraction(float(hi[k])),), str(method[k]))
                 else:
                     arb.append(i)
         else:
@@ -209,7 +222,7 @@ class BoxEvaluator:
         done = set(arb)
         stalled = []
         for i, (e, p) in enumerate(zip(out, parents)):
-            if e is None or p is None or i in done or e.method != "float":
+            if e is None or p is None or i in done or e.method not in ("float", "linear"):
                 continue
             if e.width() >= STALL * p.width() > 0:
                 stalled.append(i)
@@ -293,6 +306,19 @@ class BoxEvaluator:
                 rows.append(None)
         k = max((len(r) for r in rows if r is not None), default=1)
         return np.array([r if r is not None else [np.nan] * k for r in rows], dtype=float)
+
+
+def _meet_linear(linear, lo, hi, ok, method):
+    """The float enclosures met with the linear ones (either alone where the other failed); the
+    method is "linear" where the linear bound narrowed the float one."""
+    llo, lhi, lok = linear
+    both = ok & lok
+    nlo = np.where(both, np.maximum(lo, llo), np.where(lok, llo, lo))
+    nhi = np.where(both, np.minimum(hi, lhi), np.where(lok, lhi, hi))
+    if (both & (nlo > nhi)).any():
+        raise ArithmeticError("two enclosures of one box are disjoint: an evaluation is unsound")
+    tighter = lok & (~ok | (nlo > lo) | (nhi < hi))
+    return nlo, nhi, ok | lok, np.where(tighter, "linear", method)
 
 
 def _from_balls(ball: BallContext, balls, method, ctx, vals) -> Enclosure:

@@ -277,3 +277,27 @@ def test_spec_counterexample_at_a_non_dyadic_point_is_exact(tmp_path, capsys):
     assert code == 1 and "X = (3/10)" in out and "Y = (3/10)" in out and "exact rationals" in out
     code, out, _ = run(capsys, "certify", "--model", tmp_path / "id.json", "--spec", tmp_path / "gt.vnnlib")
     assert code == 0 and "verdict: proved" in out
+
+
+def test_bound_linear_flag_narrows_a_wide_box_and_stays_sound(tmp_path, capsys):
+    """``relu(x) - x`` on [-1, 1] (exact range [0, 1]): with the linear bounds one box gives [0, 1]
+    up to rounding, the Taylor models alone [-1, 2]; a bad choice is refused by argparse (exit 2)."""
+    path = tmp_path / "relu.json"
+    path.write_text(json.dumps({"format": "symbounds-transformer/1", "input": "vector",
+                                "embedding": {"base": [["0"]], "E": [["1"]], "column": 0},
+                                "layers": [{"type": "ffn", "skip": "-1", "W1": [["1"]], "b1": ["0"], "W2": [["1"]],
+                                            "b2": ["0"]}], "readout": {"row": 0, "column": 0}}))
+    ends = {}
+    for flag in ("on", "off", "auto"):
+        code, out, _ = run(capsys, "bound", path, "--box=-1:1", "--split", "0", "--linear", flag, "--json")
+        data = json.loads(out)
+        assert code == 0
+        ends[flag] = (Fraction(data["lower_exact"]), Fraction(data["upper_exact"]), data["method"])
+    assert ends["on"][2] == ends["auto"][2] == "linear" and ends["off"][2] == "taylor"
+    lo, hi, _ = ends["on"]
+    assert -Fraction(1, 10**12) < lo <= 0 and 1 <= hi < 1 + Fraction(1, 10**12)
+    assert ends["off"][0] <= -1 + Fraction(1, 10**9) and ends["off"][1] >= 2 - Fraction(1, 10**9)
+    code, out, _ = run(capsys, "bound", path, "--box=-1:1", "--split", "0")
+    assert code == 0 and "linear relaxations" in out
+    code, out, err = run(capsys, "bound", path, "--box=-1:1", "--linear", "maybe")
+    assert code == 2 and out == "" and "--linear" in err

@@ -112,11 +112,15 @@ def test_default_bound_is_within_1_5_of_the_sampled_range(mj, lo, hi):
 
 
 def test_one_dimensional_residual_model_was_hopeless_in_one_box():
-    """What the adaptive default replaces: the one-box enclosure is over 100 times the range."""
+    """What the adaptive default replaces: the one-box Taylor enclosure is over 100 times the
+    range; the backward linear bounds (symbounds.core.linear_bounds) bring it within 10 times."""
     mj = residual_1d()
     values = reference_values(mj, [(Fraction(i, 256),) for i in range(257)])
-    coarse = bound(mj, [0], [1], split=0)
+    coarse = bound(mj, [0], [1], split=0, linear=False)
     assert coarse.upper - coarse.lower > 100 * (max(values) - min(values))
+    linear = bound(mj, [0], [1], split=0, linear=True)
+    assert linear.lower <= min(values) and max(values) <= linear.upper
+    assert linear.upper - linear.lower < 10 * (max(values) - min(values))
 
 
 def _third_violated(mj):
