@@ -281,7 +281,7 @@ def _matrix(M, conv):
 
 
 @dataclass(frozen=True, eq=False)
-class _FloatHead:
+class FloatHead:
     """One head's weights as float balls ``(Wm, Wr)``; ``const``: its scores are input independent;
     ``value_columns``: the tokens whose values can be nonzero (first layer only, else None)."""
 
@@ -295,7 +295,7 @@ class _FloatHead:
 
 
 @dataclass(frozen=True, eq=False)
-class _FloatAttention:
+class FloatAttention:
     """An attention layer's non-silent heads, skip weight and ``1/tau`` (None) as float balls."""
 
     heads: tuple
@@ -304,7 +304,7 @@ class _FloatAttention:
 
 
 @dataclass(frozen=True, eq=False)
-class _FloatFeedForward:
+class FloatFeedForward:
     """A feed-forward layer's weights as float balls, and its linear ReLU pairs."""
 
     W1: tuple
@@ -342,15 +342,15 @@ class FloatBoxEvaluator:
                     if (i, h) in silent:
                         continue
                     mats = [_matrix(_pick(getattr(head, w), getattr(nh, w)), conv) for w in ("W_Q", "W_K", "W_V", "W_O")]
-                    heads.append(_FloatHead(h, *mats, bool(const.get((i, h))), vcols0.get(h) if i == 0 else None))
+                    heads.append(FloatHead(h, *mats, bool(const.get((i, h))), vcols0.get(h) if i == 0 else None))
                 tau = None if layer.tau is None else _scalar(_pick(layer.tau, nlayer.tau), conv, True, ball)
-                self.layers.append(_FloatAttention(tuple(heads), _scalar(_pick(layer.skip, nlayer.skip), conv), tau))
+                self.layers.append(FloatAttention(tuple(heads), _scalar(_pick(layer.skip, nlayer.skip), conv), tau))
             else:
                 W1 = _matrix(_pick(layer.W1, nlayer.W1), conv)
                 b1 = _vector(_pick(layer.b1, nlayer.b1), conv)
                 W2 = _matrix(_pick(layer.W2, nlayer.W2), conv)
                 b2 = _vector(_pick(layer.b2, nlayer.b2), conv)
-                self.layers.append(_FloatFeedForward(W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer.skip), conv),
+                self.layers.append(FloatFeedForward(W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer.skip), conv),
                                                      st.relu_pairs[i]))
         conv = _converter(ball)
         self.base = _matrix(_pick(model.embedding.base, num.embedding.base), conv)
@@ -388,7 +388,7 @@ class FloatBoxEvaluator:
         for i in range(start, stop):
             layer = self.layers[i]
             cols = self.needed.get(i) if (prune and kept is None) else None
-            if isinstance(layer, _FloatAttention):
+            if isinstance(layer, FloatAttention):
                 Z = self._attention(bx, layer, Z, cols, shared_scores)
             else:
                 Z = self._ffn(bx, layer, Z, cols)
@@ -509,7 +509,7 @@ class FloatBoxEvaluator:
                 self._read = [self.readout.row]
             else:
                 layer = self.layers[self.prefix]
-                if isinstance(layer, _FloatAttention):
+                if isinstance(layer, FloatAttention):
                     mats = [m for hd in layer.heads for m in (hd.W_Q, hd.W_K, hd.W_V)]
                 else:
                     mats = [layer.W1]
@@ -579,7 +579,7 @@ class FloatBoxEvaluator:
         for i in range(self.prefix, len(self.layers)):
             layer = self.layers[i]
             nq = len(self.needed[i]) if i in self.needed else n
-            if isinstance(layer, _FloatAttention):
+            if isinstance(layer, FloatAttention):
                 for hd in layer.heads:
                     worst = max(worst, max(hd.W_Q[0].shape[0], hd.W_V[0].shape[0]) * nq * n)
             else:

@@ -107,7 +107,8 @@ def head_records(bx: Boxes, heads, tau, Z: FTM, ranges=None) -> list:
     (per head, ``(lo, hi)`` of ``Q``, ``K`` and ``V`` found otherwise) where given; the ranges of
     the scores are also met with the interval products of those of ``Q`` and ``K``."""
     recs = []
-    for hh, ((_h, (WQ, WK, WV, WO), _const, _vcols)) in enumerate(heads):
+    for hh, head in enumerate(heads):
+        WQ, WK, WV, WO = head.W_Q, head.W_K, head.W_V, head.W_O
         Q, K, V = bx.linear(WQ, Z), bx.linear(WK, Z), bx.linear(WV, Z)
         dot = bx.sum(bx.mul(Q[:, :, None], K[:, None, :]), 0)  # (B, n, n)
         s = dot if tau is None else bx.scale(tau, dot)

@@ -46,10 +46,13 @@ not finite makes the box fail (``ok`` False), never pass.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from . import outward as fo
-from .float_boxes import FTM, Boxes, FloatBoxEvaluator, add_bias, attention_layer, centres, embed, ffn_layer
+from .float_boxes import (FTM, Boxes, FloatBoxEvaluator, FloatFeedForward, add_bias, attention_layer, centres, embed,
+                          ffn_layer)
 from .float_boxes import evaluator as _float_evaluator
 from .linear_attention import absorb as _absorb
 from .linear_attention import head_records, heads_backward
@@ -119,11 +122,11 @@ class LinearBoundEvaluator:
         D, n = self.fast.base[0].shape
         worst = 2 * D * n
         for layer in self.fast.layers:
-            if layer[0] == "ffn":
-                worst = max(worst, 2 * layer[1][0].shape[0] * n)
+            if isinstance(layer, FloatFeedForward):
+                worst = max(worst, 2 * layer.W1[0].shape[0] * n)
             else:
-                for _, mats, _, _ in layer[1]:
-                    worst = max(worst, 2 * max(m[0].shape[0] for m in mats[:3]) * n)
+                for head in layer.heads:
+                    worst = max(worst, 2 * max(m[0].shape[0] for m in (head.W_Q, head.W_K, head.W_V)) * n)
         return worst
 
     def _layer_sizes(self) -> list:
@@ -131,11 +134,12 @@ class LinearBoundEvaluator:
         D, n = self.fast.base[0].shape
         out = []
         for layer in self.fast.layers:
-            if layer[0] == "ffn":
-                Hd = layer[1][0].shape[0]
+            if isinstance(layer, FloatFeedForward):
+                Hd = layer.W1[0].shape[0]
                 out.append(max(D, Hd) * n)
             else:
-                out.append(sum(max(m[0].shape[0] for m in mats) * n * n for _, mats, _, _ in layer[1]) + D * n)
+                out.append(sum(max(m[0].shape[0] for m in (hd.W_Q, hd.W_K, hd.W_V, hd.W_O)) * n * n
+                               for hd in layer.heads) + D * n)
         return out
 
     def _entries_per_box(self) -> int:
@@ -152,17 +156,17 @@ class LinearBoundEvaluator:
         layers = ev.layers
         for i, layer in enumerate(layers):
             self._zmax.append(_abs_max(bx, Z))
-            if layer[0] == "ffn":
+            if isinstance(layer, FloatFeedForward):
                 Z = self._ffn(layer, Z, i)
             else:
-                if i > 0 and layers[i - 1][0] == "ffn":
+                if i > 0 and isinstance(layers[i - 1], FloatFeedForward):
                     Z = self._sharpen(Z, i)
                     self._zmax[i] = _abs_max(bx, Z)
-                _, heads, skip, tau = layer
-                att = attention_layer(ev, bx, ("attention", heads, (0.0, 0.0), tau), Z)
+                heads, skip, tau = layer.heads, layer.skip, layer.tau
+                att = attention_layer(ev, bx, replace(layer, skip=(0.0, 0.0)), Z)
                 rec = _Att()
                 rec.skip, rec.att = skip, att
-                ranges = [[self._affine_ranges(Wb, None, i) for Wb in mats[:3]] for _, mats, _, _ in heads]
+                ranges = [[self._affine_ranges(Wb, None, i) for Wb in (hd.W_Q, hd.W_K, hd.W_V)] for hd in heads]
                 rec.heads = head_records(bx, heads, tau, Z, ranges)
                 self._recs.append(rec)
                 Z = att if not (skip[0] or skip[1]) else bx.add(att, bx.scale(skip, Z))
@@ -208,7 +212,7 @@ class LinearBoundEvaluator:
         """The records of an FFN layer (its pre-activation ranges from the backward bounds met
         with the Taylor ranges) and the layer's Taylor model."""
         ev, bx = self.fast, self._bx
-        _, W1, b1, W2, b2, skip, pairs = layer
+        W1, b1, W2, b2, skip, pairs = layer.W1, layer.b1, layer.W2, layer.b2, layer.skip, layer.pairs
         H = add_bias(bx, bx.linear(W1, Z), b1)
         tl, tu = bx.range(H)
         Hd, n = H.c.shape[1:]
