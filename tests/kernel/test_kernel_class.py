@@ -10,6 +10,7 @@ import json
 import pathlib
 from fractions import Fraction
 
+import mpmath
 import pytest
 from flint import arb, ctx
 from hypothesis import given, settings
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 import symbounds_kernel
 from symbounds_kernel import read, verify
 from symbounds_kernel.holder import ClassNet
+from symbounds_kernel.network import _ball
 
 from test_kernel import _class_nets, _prec
 
@@ -92,3 +94,108 @@ def test_small_Mg_box_bound_is_at_most_symbounds_class_bound_plus_rounding():
         with _prec():
             up = _q(mine.upper(lo, hi))
         assert abs(up - box_upper(theirs, Box(lo, hi))) <= Fraction(1, 10**12)
+
+
+# ------------------------------------------------------------------------------------------
+# every rounding of the box bound outward: hand-built networks whose formula value is known
+# exactly (or at 80 digits), so a recorded bound just below it must not be proved. A rounding
+# turned the wrong way moves the bound by a ball's radius; the inputs are chosen so that radius is
+# not absorbed by a later rounding (a wide input ball, exact caps, or many cases).
+
+
+def _net(b, a, c, C_H, two_B, alpha, B_ell):
+    """A :class:`ClassNet` with the given scores ``b_k + a_k . x``, centres and brackets' data."""
+    net = object.__new__(ClassNet)
+    net.b, net.a, net.c, net.d, net.alpha = b, a, c, len(a), alpha
+    net.C_H, net.two_B, net.half_alpha = C_H, two_B, arb(alpha.numerator) / alpha.denominator / 2
+    net.B_ell = B_ell
+    return net
+
+
+def _not_proved_below(net, lo, hi, value: Fraction):
+    """The kernel's bound of the box is at least ``value``: a recorded bound just under it fails."""
+    from symbounds_kernel.holder import _proves
+
+    with _prec():
+        assert not _proves(net, lo, hi, value - Fraction(1, 2**400), 0)
+        assert verify._upper(net.upper(lo, hi)) >= value
+
+
+F = Fraction
+W = 2.0 ** -10  # the radius of the wide input balls
+
+
+@pytest.mark.parametrize("lo, hi, centre, C_H, value", [
+    # one token, weight 1: the bound is C_H times the largest distance from the box to a centre in
+    # the ball 1/2 +- 2^-10; the far end of the box is lo, then hi
+    ([F(0)], [F(1, 4)], arb(0.5, W), arb(1), F(1, 2) + F(1, 2**10)),
+    ([F(3, 4)], [F(1)], arb(0.5, W), arb(1), F(1, 2) + F(1, 2**10)),
+    # C_H in the ball 1 +- 2^-10: the bracket's upper end
+    ([F(0)], [F(1, 4)], arb(0.5), arb(1, W), (1 + F(1, 2**10)) / 2),
+])
+def test_class_bracket_is_the_upper_end_over_its_input_balls(lo, hi, centre, C_H, value):
+    _not_proved_below(_net([arb(0)], [[arb(0)]], [[centre]], C_H, arb(8), F(1), [arb(0)]), lo, hi, value)
+
+
+def test_class_caps_are_upper_ends_and_the_sum_is_rounded_up():
+    """Three equal constant scores: each weight is exactly 1/3 (not a binary number, so every cap
+    is rounded); brackets 3, 0, 0: the greedy optimum is exactly 1."""
+    net = _net([arb(0)] * 3, [[arb(0)] * 3], [[arb(0)]] * 3, arb(0), arb(8), F(1), [arb(3), arb(0), arb(0)])
+    _not_proved_below(net, [F(0)], [F(1)], F(1))
+
+
+def test_class_cap_denominators_are_lower_ends():
+    """Two constant scores ``0`` and ``delta`` (delta in [5, 10], 40 fixed cases), brackets 2 and 0:
+    the bound is ``2 / (1 + e^delta)`` (80 digits); the denominator's exponential must be its
+    lower end."""
+    import random
+
+    rng = random.Random(2)
+    for _ in range(40):
+        delta = F(rng.randint(5 * 2**18, 10 * 2**18), 2**18)  # exact in a ball at any precision
+        net = _net([arb(0), _ball(delta)], [[arb(0)] * 2], [[arb(0)]] * 2, arb(0), arb(8), F(1), [arb(2), arb(0)])
+        with mpmath.workdps(80):
+            value = 2 / (1 + mpmath.exp(mpmath.mpf(delta.numerator) / delta.denominator))
+            _not_proved_below(net, [F(0)], [F(1)], F(mpmath.nstr(value, 75)) - F(1, 10**70))
+
+
+@pytest.mark.parametrize("alpha", [F(1), F(1, 2)])
+def test_class_distance_power_is_rounded_up(alpha):
+    """One token, d = 8, C_H = 1, centres with a denominator 3: the bound is ``far2^(alpha/2)``
+    with ``far2`` the exact squared largest distance; checked exactly as ``bound^(2/alpha) >= far2``
+    on 100 fixed random boxes."""
+    import random
+
+    rng = random.Random(1)
+    e = int(2 / alpha)
+    for _ in range(100):
+        lo = [F(rng.randint(0, 2**40), 2**41) for _ in range(8)]
+        hi = [v + F(rng.randint(1, 2**40), 2**42) for v in lo]
+        cen = [F(rng.randint(0, 2**20), 3 * 2**20) for _ in range(8)]
+        far2 = sum(max(abs(a - c), abs(b - c)) ** 2 for a, b, c in zip(lo, hi, cen))
+        with _prec():  # the centres' balls at the kernel's precision
+            net = _net([arb(0)], [[arb(0)] for _ in range(8)], [[_ball(v) for v in cen]], arb(1), arb(8), alpha, [arb(0)])
+            assert verify._upper(net.upper(lo, hi)) ** e >= far2
+
+
+def test_class_leakage_term_is_an_upper_end():
+    """``B l_k`` with B = 1/3 (so the product is rounded) is at least B times the lower end of
+    symbounds' own l_k (256 bits) for every token."""
+    mine, theirs = _class_nets(SMALL_MG)
+    with _prec():  # (the lower ends read at 128 bits, not at the tests' 53)
+        net = ClassNet(SMALL_MG["model"], 1, F(1), F(2), F(1, 3))
+        for k, v in enumerate(net.B_ell):
+            assert verify._upper(v) >= F(1, 3) * F(theirs.ell[k].lower().str(60, radius=False))
+
+
+def test_class_model_with_no_constant_row_is_rejected():
+    """A model of the two blocks' shape with exactly d rows (D = d = 1, P = 1) has no constant row
+    (row d): one-line rejection, not an IndexError."""
+    one = [["1"]]
+    att = {"type": "attention", "kind": "softmax", "heads": [{"W_Q": one, "W_K": one, "W_V": one, "W_O": one}]}
+    ffn = {"type": "ffn", "W1": one, "b1": ["0"], "W2": one, "b2": ["0"]}
+    model = {"format": "symbounds-transformer/1", "input": "vector",
+             "embedding": {"base": [["0"]], "E": one, "column": 0}, "layers": [att, ffn, att, ffn],
+             "readout": {"row": 0, "column": 0}}
+    with _prec(), pytest.raises(read.Rejected, match=r"^model: not the two blocks of \[SL26\] on a grid of P = m\^d tokens$"):
+        ClassNet(model, 1, F(1), F(1), F(1))
