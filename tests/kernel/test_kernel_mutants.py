@@ -1,0 +1,61 @@
+"""The checker kernel: tests added for the survivors of its third mutation run
+(docs/mutation-testing.md, "The checker kernel"), each compared with a hand-worked value."""
+
+from fractions import Fraction
+
+import pytest
+from flint import arb
+
+from symbounds_kernel import property as kp
+from symbounds_kernel.read import Rejected
+from symbounds_kernel.target import evaluate, parse
+
+F = Fraction
+
+
+# ------------------------------------------------------------------------------------------
+# target.parse and target.evaluate
+
+
+def test_a_target_of_exactly_1000_characters_is_read_and_one_more_is_refused():
+    text = "x1" + " " * 996 + "+0"
+    assert len(text) == 1000 and evaluate(parse(text, 1), [arb(3)]) == 3
+    for bad in (text + " ", None, 7):
+        with pytest.raises(Rejected, match=r"^target: not a string of at most 1000 characters$"):
+            parse(bad, 1)
+
+
+def test_integer_powers_up_to_1000_are_exact_powers_and_real_powers_need_a_positive_base():
+    """``x^n`` for an integer ``|n| <= 1000`` is Arb's integer power, defined on a ball around 0
+    (``x1^1000`` on the ball [0, 1/8], widened by its rounding, contains 0 and (1/8)^1000); ``x1^1001`` is a real power, which is
+    only taken of a ball > 0 (nan here); ``x1^(1/2)`` at 1/4 is 1/2, on (0, 1) too."""
+    around0 = arb(0.0625, 0.0625)
+    v = evaluate(parse("x1^1000", 1), [around0])
+    assert v.is_finite() and v.contains(0) and v.contains(arb(0.125) ** 1000)
+    assert not evaluate(parse("x1^1001", 1), [around0]).is_finite()
+    assert evaluate(parse("x1^(1/2)", 1), [arb(0.25)]) == arb(0.5)
+    assert evaluate(parse("x1^(-1000)", 1), [arb(2)]) == arb(2) ** -1000
+
+
+# ------------------------------------------------------------------------------------------
+# property._leaves: the leaves of a property certificate, each an exact box in [L, H]
+
+
+@pytest.mark.parametrize("raw, words", [
+    ([], "no leaves"),
+    ("ab", "no leaves"),
+    ([[["0"], ["1"], ["1"]]], "leaf 0: not [[lo ...], [hi ...]] of 1 ends each"),
+    ([[["0"], "1"]], "leaf 0: not [[lo ...], [hi ...]] of 1 ends each"),
+    ([[["0"], ["1", "1"]]], "leaf 0: not [[lo ...], [hi ...]] of 1 ends each"),
+    ([[["0"], ["1"]], [["0.5"], ["1"]]], "leaf 1: '0.5' is not a rational string"),
+    ([[["1/2"], ["2"]]], "leaf 0 is not a box inside the property's input box"),
+])
+def test_leaves_are_exact_boxes_inside_the_input_box(raw, words):
+    import re
+
+    with pytest.raises(Rejected, match="^" + re.escape(words) + "$"):
+        kp._leaves(raw, [F(0)], [F(1)])
+
+
+def test_leaves_read_exactly():
+    assert kp._leaves([[["0"], ["1/3"]], [["1/3"], ["1"]]], [F(0)], [F(1)]) == [([F(0)], [F(1, 3)]), ([F(1, 3)], [F(1)])]
