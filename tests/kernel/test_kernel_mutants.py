@@ -59,3 +59,23 @@ def test_leaves_are_exact_boxes_inside_the_input_box(raw, words):
 
 def test_leaves_read_exactly():
     assert kp._leaves([[["0"], ["1/3"]], [["1/3"], ["1"]]], [F(0)], [F(1)]) == [([F(0)], [F(1, 3)]), ([F(1, 3)], [F(1)])]
+
+
+# ------------------------------------------------------------------------------------------
+# property.read_property: its messages, whole
+
+
+_HEAD = "(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 0))(assert (<= X_0 1))"
+
+
+@pytest.mark.parametrize("tail, words", [
+    ("(assert (<= Y_0 abc))", "property: 'abc' is not a number string"),
+    ("(assert (<= Y_0 ()))", "property: a term is not (op ...)"),
+    ("(assert (<= Y_0 ((+ 1 2))))", "property: a term is not (op ...)"),
+    ("(assert (or (<= Y_0 X_0) (<= Y_0 1)))", "property: a constraint on the outputs names an input"),
+])
+def test_property_reader_messages_are_exact(tail, words):
+    import re
+
+    with pytest.raises(Rejected, match="^" + re.escape(words) + "$"):
+        kp.read_property(_HEAD + tail)
