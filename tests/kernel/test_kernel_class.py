@@ -199,3 +199,127 @@ def test_class_model_with_no_constant_row_is_rejected():
              "readout": {"row": 0, "column": 0}}
     with _prec(), pytest.raises(read.Rejected, match=r"^model: not the two blocks of \[SL26\] on a grid of P = m\^d tokens$"):
         ClassNet(model, 1, F(1), F(1), F(1))
+
+
+def _reference_bound(b, a, cen, C_H, B2, B_ell, lo, hi, heavy=8):
+    """The kernel's box bound recomputed at 80 digits from exact rationals (mpmath): caps from the
+    ``heavy`` largest scores at the centre (each minimum exact: an affine function's, at a corner)
+    and every other token through ``u_l - (s_k(x_c) + rho_k)``; the greedy optimum of
+    ``sum w_k A_k``, ``w_k <= cap_k``, ``sum w_k = 1``."""
+    P, d = len(b), len(lo)
+    xc = [(u + v) / 2 for u, v in zip(lo, hi)]
+    h = [(v - u) / 2 for u, v in zip(lo, hi)]
+    s_c = [b[k] + sum(a[i][k] * xc[i] for i in range(d)) for k in range(P)]
+    order = sorted(range(P), key=lambda k: float(s_c[k]), reverse=True)
+    H, top = order[:heavy], order[0]
+    rho = [sum(abs(a[i][k] - a[i][top]) * h[i] for i in range(d)) for k in range(P)]
+    mp = lambda q: mpmath.mpf(q.numerator) / q.denominator
+    items = []
+    for k in range(P):
+        den = mpmath.mpf(1)
+        for l in range(P):
+            if l == k:
+                continue
+            if l in H:  # min over the box of (s_l - s_k): the affine part at its worst corner
+                m = s_c[l] - s_c[k] - sum(abs(a[i][l] - a[i][k]) * h[i] for i in range(d))
+            else:
+                m = (s_c[l] - rho[l]) - (s_c[k] + rho[k])
+            den += mpmath.exp(mp(m))
+        far2 = sum(max(abs(u - c), abs(v - c)) ** 2 for u, v, c in zip(lo, hi, cen[k]))
+        A = min(mp(C_H) * mpmath.sqrt(mp(far2)), mp(B2)) + mp(B_ell[k])
+        items.append((A, 1 / den))
+    total, left = mpmath.mpf(0), mpmath.mpf(1)
+    for A, cap in sorted(items, key=lambda t: t[0], reverse=True):
+        w = min(cap, left)
+        total, left = total + w * A, left - w
+        if left <= 0:
+            break
+    return total
+
+
+def test_class_caps_over_every_token_agree_with_an_exact_recomputation():
+    """12 tokens (8 heavy, 4 through the one sum) with random dyadic scores over d = 2, centres
+    with a denominator 3, 30 fixed random boxes: the kernel's bound is at least the formula's
+    80-digit value (every rounding outward) and within a relative 10^-7 of it (no term dropped
+    or loosened; Arb's ball of a box has a radius rounded up to 30 bits, which widens the score
+    ranges by about 10^-10 of the bound here)."""
+    import random
+
+    rng = random.Random(5)
+    P, d = 12, 2
+    for _ in range(30):
+        b = [F(rng.randint(-2**12, 2**12), 2**10) for _ in range(P)]
+        a = [[F(rng.randint(-2**12, 2**12), 2**9) for _ in range(P)] for _ in range(d)]
+        cen = [[F(rng.randint(0, 3 * 2**10), 3 * 2**10) for _ in range(d)] for _ in range(P)]
+        B_ell = [F(rng.randint(0, 2**10), 2**14) for _ in range(P)]
+        lo = [F(rng.randint(0, 2**20), 2**21) for _ in range(d)]
+        hi = [u + F(rng.randint(1, 2**20), 2**20 * rng.choice([2, 16, 256])) for u in lo]
+        with _prec():
+            net = _net([_ball(v) for v in b], [[_ball(v) for v in r] for r in a], [[_ball(v) for v in c] for c in cen],
+                       arb(3), arb(2), F(1), [_ball(v) for v in B_ell])
+            up = verify._upper(net.upper(lo, hi))
+        with mpmath.workdps(80):
+            ref = _reference_bound(b, a, cen, F(3), F(2), B_ell, lo, hi)
+            got = mpmath.mpf(up.numerator) / up.denominator
+            assert ref <= got <= ref * (1 + mpmath.mpf(10) ** -7), (float(ref), float(got))
+
+
+def test_class_caps_one_sum_is_rounded_toward_larger_caps():
+    """40 tokens with constant scores (so every minimum is exact and the one-sum bound of the 32
+    light tokens is exact too), brackets 1 for the 8 heavy ones and 0 for the rest: the bound is
+    ``sum_{k heavy} 1 / sum_l e^(b_l - b_k)`` (80 digits), which the kernel's must not be below in
+    any of 20 fixed random cases (each of the sum's 32 lower ends and the final lower end moves it
+    by a few units in the last place) and must be within 10^-30 of."""
+    import random
+
+    rng = random.Random(3)
+    P = 40
+    for _ in range(20):
+        b = [F(rng.randint(-2**20, 2**20), 2**20) for _ in range(P)]
+        heavy = sorted(range(P), key=lambda k: b[k], reverse=True)[:8]
+        A = [F(int(k in heavy)) for k in range(P)]
+        with _prec():
+            net = _net([_ball(v) for v in b], [[arb(0)] * P], [[arb(0)]] * P, arb(0), arb(2), F(1), [_ball(v) for v in A])
+            up = verify._upper(net.upper([F(0)], [F(1)]))
+        with mpmath.workdps(80):
+            e = [mpmath.exp(mpmath.mpf(v.numerator) / v.denominator) for v in b]
+            ref = sum(e[k] / sum(e) for k in heavy)
+            got = mpmath.mpf(up.numerator) / up.denominator
+            assert ref <= got <= ref + mpmath.mpf(10) ** -30, (float(ref), float(got))
+
+
+def _worst_caps_bound(b_lo, b_hi, A, heavy):
+    """``sum_k A_k cap_k`` with each ``cap_k`` at its worst case over the score balls (``b_k`` at its
+    upper end, every other score at its lower end), at 80 digits, when the caps of the tokens
+    with ``A_k > 0`` sum below 1 (so the greedy threshold is 0)."""
+    mp = lambda q: mpmath.mpf(q.numerator) / q.denominator
+    caps = [1 / (1 + sum(mpmath.exp(mp(b_lo[l] - b_hi[k])) for l in range(len(A)) if l != k)) for k in range(len(A))]
+    assert sum(caps[k] for k in heavy) < 1
+    return sum(caps[k] * mp(A[k]) for k in heavy)
+
+
+@pytest.mark.parametrize("P, heavy_radius, light_radius", [
+    (24, 0, 2**-10),  # light scores in wide balls: the one sum must take their lower ends
+    (24, 2**-10, 0),  # heavy scores in wide balls: the factor e^(ref - s_k) must take s_k's upper end
+    (208, 0, 0),      # 200 light tokens: the one sum's own rounding (about 100 units) must go down
+])
+def test_class_caps_one_sum_takes_the_lower_ends_of_its_balls(P, heavy_radius, light_radius):
+    """Constant scores (every minimum exact), brackets 1 for the 8 heavy tokens and 0 for the
+    rest: the kernel's bound must be at least the sum of the heavy caps at their worst case over
+    the score balls (80 digits)."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(3):
+        mids = sorted((F(rng.randint(-2**20, 2**20), 2**20) for _ in range(P)), reverse=True)
+        heavy = range(8)
+        rad = [F(heavy_radius if k < 8 else light_radius) for k in range(P)]
+        A = [F(int(k < 8)) for k in range(P)]
+        with _prec():
+            b = [arb(float(m), float(r)) if r else _ball(m) for m, r in zip(mids, rad)]
+            assert all(v.mid() == _ball(m) for v, m in zip(b, mids))
+            net = _net(b, [[arb(0)] * P], [[arb(0)]] * P, arb(0), arb(2), F(1), [_ball(v) for v in A])
+            up = verify._upper(net.upper([F(0)], [F(1)]))
+        with mpmath.workdps(80):
+            ref = _worst_caps_bound([m - r for m, r in zip(mids, rad)], [m + r for m, r in zip(mids, rad)], A, heavy)
+            assert ref <= mpmath.mpf(up.numerator) / up.denominator

@@ -73,6 +73,10 @@ _HEAD = "(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 0))(ass
     ("(assert (<= Y_0 ()))", "property: a term is not (op ...)"),
     ("(assert (<= Y_0 ((+ 1 2))))", "property: a term is not (op ...)"),
     ("(assert (or (<= Y_0 X_0) (<= Y_0 1)))", "property: a constraint on the outputs names an input"),
+    ("(assert (<= Y_0 (abcdefghijklmnopqrstuvwxyz 1)))", "property: unsupported term (abcdefghijklmnopqrst ...)"),
+    ("(assert (foo Y_0 1))", "property: a formula is not a comparison <= >= < > ="),
+    ("(assert (<= Y_0 1)))", "property: unbalanced ')'"),
+    ("((assert (<= Y_0 1))", "property: unbalanced '('"),
 ])
 def test_property_reader_messages_are_exact(tail, words):
     import re
