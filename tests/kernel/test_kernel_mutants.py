@@ -77,9 +77,34 @@ _HEAD = "(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 0))(ass
     ("(assert (foo Y_0 1))", "property: a formula is not a comparison <= >= < > ="),
     ("(assert (<= Y_0 1)))", "property: unbalanced ')'"),
     ("((assert (<= Y_0 1))", "property: unbalanced '('"),
+    (" foo", "property: unsupported command 'None'"),  # a bare word, a command with no name, an empty one
+    ("((assert) 1)", "property: unsupported command 'None'"),
+    ("()", "property: unsupported command 'None'"),
+    ("(assert (or))", "property: a formula is not a comparison <= >= < > ="),
+    ("(assert (<= (+ X_0 Y_0) 1))", "property: an input constraint is not a bound of one input"),
 ])
 def test_property_reader_messages_are_exact(tail, words):
     import re
 
     with pytest.raises(Rejected, match="^" + re.escape(words) + "$"):
         kp.read_property(_HEAD + tail)
+
+
+def test_property_reader_text_limit_is_4_MiB():
+    text = _HEAD + "(assert (<= Y_0 1))"
+    text += " " * ((4 << 20) - len(text))
+    assert kp.read_property(text)[:3] == ([F(0)], [F(1)], 1)
+    with pytest.raises(Rejected, match=r"^property: the text is too long$"):
+        kp.read_property(text + " ")
+
+
+def test_property_reader_by_hand_one_alternative_equalities_and_bounds_without_a_constant():
+    """``(or A)`` is one alternative; ``=`` gives both ``<=`` constraints; ``X_0 <= 2 X_0`` is the
+    bound ``X_0 >= 0`` (no constant term)."""
+    text = ("(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= X_0 1))(assert (<= X_0 (* 2 X_0)))"
+            "(assert (or (<= Y_0 1)))(assert (= Y_0 (/ 1 2)))")
+    with pytest.raises(Rejected):  # (/ ...) is not in the grammar: use a decimal
+        kp.read_property(text)
+    L, H, k, alts = kp.read_property(text.replace("(/ 1 2)", "0.5"))
+    assert (L, H, k) == ([F(0)], [F(1)], 1)
+    assert alts == [[([(0, F(1))], F(-1, 2), False), ([(0, F(-1))], F(1, 2), False), ([(0, F(1))], F(-1), False)]]
