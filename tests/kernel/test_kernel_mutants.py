@@ -108,3 +108,18 @@ def test_property_reader_by_hand_one_alternative_equalities_and_bounds_without_a
     L, H, k, alts = kp.read_property(text.replace("(/ 1 2)", "0.5"))
     assert (L, H, k) == ([F(0)], [F(1)], 1)
     assert alts == [[([(0, F(1))], F(-1, 2), False), ([(0, F(-1))], F(1, 2), False), ([(0, F(1))], F(-1), False)]]
+
+
+def test_property_reader_keeps_the_tightest_input_bounds_and_skips_smt_settings():
+    text = ("(set-logic QF_LRA)(set-info :status unsat)(set-option :produce-models true)"
+            "(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 (/ 1 4)))(assert (>= X_0 0))"
+            "(assert (<= X_0 1))(assert (<= X_0 (* 2 1)))(assert (<= Y_0 1))(check-sat)(exit)")
+    assert kp.read_property(text.replace("(/ 1 4)", "0.25"))[:2] == ([F(1, 4)], [F(1)])
+    assert kp.read_property(text.replace("(/ 1 4)", "0.25").replace("(>= X_0 0)", "(>= 0 (- X_0))")
+                            )[:2] == ([F(1, 4)], [F(1)])
+
+
+@pytest.mark.parametrize("text", ["x1 +", "sin("])
+def test_target_end_is_named_end(text):
+    with pytest.raises(Rejected, match=r"^target: unexpected 'end'$"):
+        parse(text, 1)
