@@ -82,6 +82,8 @@ _HEAD = "(declare-const X_0 Real)(declare-const Y_0 Real)(assert (>= X_0 0))(ass
     ("()", "property: unsupported command 'None'"),
     ("(assert (or))", "property: a formula is not a comparison <= >= < > ="),
     ("(assert (<= (+ X_0 Y_0) 1))", "property: an input constraint is not a bound of one input"),
+    ("(abcdefghijklmnopqrstuvwxyz0123456789 1)", "property: unsupported command 'abcdefghijklmnopqrstuvwxyz0123'"),
+    ("(declare-const Y_2 Real)", "property: the inputs and outputs are not X_0.. and Y_0.. without gaps"),
 ])
 def test_property_reader_messages_are_exact(tail, words):
     import re
@@ -119,7 +121,10 @@ def test_property_reader_keeps_the_tightest_input_bounds_and_skips_smt_settings(
                             )[:2] == ([F(1, 4)], [F(1)])
 
 
-@pytest.mark.parametrize("text", ["x1 +", "sin("])
-def test_target_end_is_named_end(text):
-    with pytest.raises(Rejected, match=r"^target: unexpected 'end'$"):
+@pytest.mark.parametrize("text, words", [("x1 +", "target: unexpected 'end'"), ("sin(", "target: unexpected 'end'"),
+                                         ("(x1", "target: expected ')' at token 2")])
+def test_target_messages_name_the_end_and_the_token(text, words):
+    import re
+
+    with pytest.raises(Rejected, match="^" + re.escape(words) + "$"):
         parse(text, 1)
