@@ -128,3 +128,23 @@ def test_target_messages_name_the_end_and_the_token(text, words):
 
     with pytest.raises(Rejected, match="^" + re.escape(words) + "$"):
         parse(text, 1)
+
+
+def test_target_nesting_limit_is_100_parentheses():
+    """``expr`` is entered at depth 0 and once more inside each pair of parentheses: 100 pairs
+    are read, 101 are refused."""
+    assert parse("(" * 100 + "x1" + ")" * 100, 1) == ("x", 0)
+    with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
+        parse("(" * 101 + "x1" + ")" * 101, 1)
+
+
+def test_property_alternatives_limit_is_4096():
+    """Twelve two-way ``or``s make 4096 unsafe alternatives (read), thirteen make 8192 (refused);
+    an input bounded on one side only is refused by name."""
+    ors = "(assert (or (<= Y_0 1) (>= Y_0 2)))"
+    L, H, k, alts = kp.read_property(_HEAD + ors * 12)
+    assert len(alts) == 4096 and all(len(a) == 12 for a in alts)
+    with pytest.raises(Rejected, match=r"^property: more than 4096 unsafe alternatives$"):
+        kp.read_property(_HEAD + ors * 13)
+    with pytest.raises(Rejected, match=r"^property: an input is not bounded from both sides by a non-empty interval$"):
+        kp.read_property("(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= X_0 1))(assert (<= Y_0 1))")
