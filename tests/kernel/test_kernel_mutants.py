@@ -148,3 +148,30 @@ def test_property_alternatives_limit_is_4096():
         kp.read_property(_HEAD + ors * 13)
     with pytest.raises(Rejected, match=r"^property: an input is not bounded from both sides by a non-empty interval$"):
         kp.read_property("(declare-const X_0 Real)(declare-const Y_0 Real)(assert (<= X_0 1))(assert (<= Y_0 1))")
+
+
+# ------------------------------------------------------------------------------------------
+# property.check_property: its field messages, whole
+
+_PROPERTY = "kernel_corpus/property/accepted.json"
+
+
+def _accepted_property():
+    import json
+    import pathlib
+
+    return json.loads((pathlib.Path(__file__).resolve().parents[1] / "data" / _PROPERTY).read_text())
+
+
+def test_property_certificate_field_messages_are_exact():
+    import re
+
+    cert = _accepted_property()
+    assert kp.check_property(dict(cert))  # the stored certificate is accepted
+    extra = dict(cert, a=1, b=2, c=3, d=4)
+    del extra["leaves"]
+    with pytest.raises(Rejected, match="^" + re.escape("unknown or missing fields: ['a', 'b', 'c']") + "$"):
+        kp.check_property(extra)
+    with pytest.raises(Rejected, match="^" + re.escape(
+            "the verdict is not 'proved' or the claim's wording is not the claim checked") + "$"):
+        kp.check_property(dict(cert, verdict="undecided"))
