@@ -175,3 +175,16 @@ def test_property_certificate_field_messages_are_exact():
     with pytest.raises(Rejected, match="^" + re.escape(
             "the verdict is not 'proved' or the claim's wording is not the claim checked") + "$"):
         kp.check_property(dict(cert, verdict="undecided"))
+
+
+@pytest.mark.parametrize("edit, words", [
+    (dict(model=[]), "'model' is not an object or 'property' is not a string"),
+    (dict(property=7), "'model' is not an object or 'property' is not a string"),
+    (dict(model_sha256="0" * 64), "the model does not match model_sha256"),
+    (dict(property_sha256="0" * 64), "the property does not match property_sha256"),
+])
+def test_property_certificate_shape_and_digest_messages_are_exact(edit, words):
+    import re
+
+    with pytest.raises(Rejected, match="^" + re.escape(words) + "$"):
+        kp.check_property(dict(_accepted_property(), **edit))
