@@ -188,3 +188,44 @@ def test_property_certificate_shape_and_digest_messages_are_exact(edit, words):
 
     with pytest.raises(Rejected, match="^" + re.escape(words) + "$"):
         kp.check_property(dict(_accepted_property(), **edit))
+
+
+def _with_model(cert, model):
+    import hashlib
+    import json
+
+    canonical = json.dumps(model, sort_keys=True, separators=(",", ":")).encode()
+    return dict(cert, model=model, model_sha256=hashlib.sha256(canonical).hexdigest())
+
+
+@pytest.mark.parametrize("embedding", [[], {"base": []}, {"base": [7]}])
+def test_property_model_without_readout_or_embedding_base_is_refused_by_name(embedding):
+    import re
+
+    cert = _accepted_property()
+    model = {k: v for k, v in cert["model"].items() if k != "readout"} | {"embedding": embedding}
+    with pytest.raises(Rejected, match="^" + re.escape("model: not a vector-input model with an embedding") + "$"):
+        kp.check_property(_with_model(cert, model))
+
+
+def test_property_leaves_with_a_gap_are_refused_by_name():
+    import re
+
+    cert = _accepted_property()
+    with pytest.raises(Rejected, match="^" + re.escape("the leaves do not cover the property's input box") + "$"):
+        kp.check_property(dict(cert, leaves=cert["leaves"][1:]))
+
+
+def test_property_output_count_message_and_progress():
+    import hashlib
+    import re
+
+    cert = _accepted_property()
+    seen = []
+    kp.check_property(dict(cert), lambda done, total: seen.append((done, total)))
+    n = len(cert["leaves"])
+    assert seen == [(i, n) for i in range(1, n + 1)]
+    text = cert["property"] + "\n(declare-const Y_1 Real)\n"
+    two = dict(cert, property=text, property_sha256=hashlib.sha256(text.encode()).hexdigest())
+    with pytest.raises(Rejected, match="^" + re.escape("the property has 2 outputs, the model 1") + "$"):
+        kp.check_property(two)
