@@ -229,3 +229,41 @@ def test_property_output_count_message_and_progress():
     two = dict(cert, property=text, property_sha256=hashlib.sha256(text.encode()).hexdigest())
     with pytest.raises(Rejected, match="^" + re.escape("the property has 2 outputs, the model 1") + "$"):
         kp.check_property(two)
+
+
+def _on_a_wider_box(leaves):
+    """The stored certificate's model with a property on X_0 in [1, 3], X_1 in [0, 1] whose one
+    unsafe alternative is the constant constraint ``1 <= 0`` (false everywhere), and ``leaves``."""
+    import hashlib
+
+    text = ("(declare-const X_0 Real)(declare-const X_1 Real)(declare-const Y_0 Real)"
+            "(assert (>= X_0 1))(assert (<= X_0 3))(assert (>= X_1 0))(assert (<= X_1 1))(assert (<= 1 0))")
+    cert = _accepted_property()
+    return dict(cert, property=text, property_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                leaves=[[[a, "0"], [b, "1"]] for a, b in leaves])
+
+
+def test_property_leaves_are_scaled_to_the_unit_cube_from_the_property_box():
+    """On X_0 in [1, 3] the leaves [1, 2] and [2, 3] cover the box, [1, 2] and [5/2, 3] leave the
+    gap (2, 5/2): the cover is checked after scaling by (x - L) / (H - L), by hand."""
+    import re
+
+    assert kp.check_property(_on_a_wider_box([("1", "2"), ("2", "3")])).startswith("2 leaves cover")
+    with pytest.raises(Rejected, match="^" + re.escape("the leaves do not cover the property's input box") + "$"):
+        kp.check_property(_on_a_wider_box([("1", "2"), ("5/2", "3")]))
+
+
+def test_property_naming_one_output_more_than_a_readout_less_model_is_refused_by_the_count():
+    """Without a readout the stored model's outputs are its 3 x 3 final entries, Y_0..Y_8; a
+    property declaring Y_0..Y_9 and constraining Y_9 is refused by the output count (no network is
+    built for an output the model does not have)."""
+    import hashlib
+    import re
+
+    cert = _accepted_property()
+    model = {k: v for k, v in cert["model"].items() if k != "readout"}
+    text = ("".join(f"(declare-const {v} Real)" for v in ["X_0", "X_1"] + [f"Y_{j}" for j in range(10)])
+            + "(assert (>= X_0 0))(assert (<= X_0 1))(assert (>= X_1 0))(assert (<= X_1 1))(assert (<= Y_9 0))")
+    cert = dict(_with_model(cert, model), property=text, property_sha256=hashlib.sha256(text.encode()).hexdigest())
+    with pytest.raises(Rejected, match="^" + re.escape("the property has 10 outputs, the model 9") + "$"):
+        kp.check_property(cert)
