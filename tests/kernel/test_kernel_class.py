@@ -12,16 +12,15 @@ from fractions import Fraction
 
 import mpmath
 import pytest
-from flint import arb, ctx
+from flint import arb
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_kernel import _class_nets, _prec
 
 import symbounds_kernel
 from symbounds_kernel import read, verify
 from symbounds_kernel.holder import ClassNet
 from symbounds_kernel.network import _ball
-
-from test_kernel import _class_nets, _prec
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 #: `symbounds certify --holder-class --d 1 --eps 1/4 --Mg 22` (C_H = B = 2, P = 16): at this small
@@ -181,7 +180,7 @@ def test_class_distance_power_is_rounded_up(alpha):
 def test_class_leakage_term_is_an_upper_end():
     """``B l_k`` with B = 1/3 (so the product is rounded) is at least B times the lower end of
     symbounds' own l_k (256 bits) for every token."""
-    mine, theirs = _class_nets(SMALL_MG)
+    _, theirs = _class_nets(SMALL_MG)
     with _prec():  # (the lower ends read at 128 bits, not at the tests' 53)
         net = ClassNet(SMALL_MG["model"], 1, F(1), F(2), F(1, 3))
         for k, v in enumerate(net.B_ell):

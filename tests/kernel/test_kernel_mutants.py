@@ -142,7 +142,7 @@ def test_property_alternatives_limit_is_4096():
     """Twelve two-way ``or``s make 4096 unsafe alternatives (read), thirteen make 8192 (refused);
     an input bounded on one side only is refused by name."""
     ors = "(assert (or (<= Y_0 1) (>= Y_0 2)))"
-    L, H, k, alts = kp.read_property(_HEAD + ors * 12)
+    alts = kp.read_property(_HEAD + ors * 12)[3]
     assert len(alts) == 4096 and all(len(a) == 12 for a in alts)
     with pytest.raises(Rejected, match=r"^property: more than 4096 unsafe alternatives$"):
         kp.read_property(_HEAD + ors * 13)
@@ -178,10 +178,10 @@ def test_property_certificate_field_messages_are_exact():
 
 
 @pytest.mark.parametrize("edit, words", [
-    (dict(model=[]), "'model' is not an object or 'property' is not a string"),
-    (dict(property=7), "'model' is not an object or 'property' is not a string"),
-    (dict(model_sha256="0" * 64), "the model does not match model_sha256"),
-    (dict(property_sha256="0" * 64), "the property does not match property_sha256"),
+    ({"model": []}, "'model' is not an object or 'property' is not a string"),
+    ({"property": 7}, "'model' is not an object or 'property' is not a string"),
+    ({"model_sha256": "0" * 64}, "the model does not match model_sha256"),
+    ({"property_sha256": "0" * 64}, "the property does not match property_sha256"),
 ])
 def test_property_certificate_shape_and_digest_messages_are_exact(edit, words):
     import re
