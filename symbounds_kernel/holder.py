@@ -17,8 +17,9 @@ What the kernel derives from the weights, in exact balls, for all ``x`` and ``v`
 Hence ``T_v(x) = sum_k beta_k(x) sum_h G_kh v_h`` with ``beta = softmax(s)``, ``s_k(x) = b_k + a_k . x``
 exactly affine, and (docs/shi_liao.md, "Every target of the class")
 ``|T_g - g| <= E(x) = sum_k beta_k(x) [min(C_H |x - c_k|^alpha, 2B) + B l_k]``,
-``l_k = |G_kk - 1| + sum_{h != k} |G_kh|``.  On a box, ``beta_k <= 1 / (1 + sum_{l in H} e^{min(s_l - s_k)})``
-(``H`` the ``HEAVY`` largest scores at the centre), the bracket is taken at the largest distance
+``l_k = |G_kk - 1| + sum_{h != k} |G_kh|``.  On a box, ``beta_k <= 1 / (1 + sum_{l != k} e^{m_lk})``,
+``m_lk <= min(s_l - s_k)``: exact for the ``HEAVY`` largest scores at the centre, one sum per box for
+the others (``upper``'s comment); the bracket is taken at the largest distance
 from the box to ``c_k`` (exact; no derivative of ``|x - c_k|^alpha``), and ``sup E`` over the box is at
 most the greedy optimum of ``sum w_k A_k``, ``0 <= w_k <= cap_k``, ``sum w_k = 1``.
 """
@@ -163,13 +164,25 @@ class ClassNet:
         P, zero = len(self.b), arb(0)
         sc = [float(self.b[k].mid()) + sum(float(self.a[i][k].mid()) * mid[i] for i in range(self.d))
               for k in range(P)]
-        heavy = sorted(range(P), key=sc.__getitem__, reverse=True)[:HEAVY]
+        order = sorted(range(P), key=sc.__getitem__, reverse=True)
+        heavy, top = order[:HEAVY], order[0]
+        # every other token l through one sum: min_X (s_l - s_k) >= u_l - (s_k(x_c) + rho_k), with
+        # u_l = s_l(x_c) - rho_l, rho_l = sum_i |a_li - a_top,i| h_i (x_c the centre, h the half-widths)
+        xc, h = [_ball((a + c) / 2) for a, c in zip(lo, hi)], [_ball((c - a) / 2) for a, c in zip(lo, hi)]
+        at = [self.b[k] + sum((self.a[i][k] * xc[i] for i in range(self.d)), zero) for k in range(P)]
+        rho = [sum((abs(self.a[i][k] - self.a[i][top]) * h[i] for i in range(self.d)), zero) for k in range(P)]
+        ref = at[top].mid()
+        term = {l: (at[l] - rho[l] - ref).exp() for l in order[HEAVY:]}
+        rest = sum((v.lower() for v in term.values()), zero)
         items = []
         for k in range(P):
             den = arb(1)
             for l in heavy:
                 if l != k:
                     den += self.diff(l, k, X).lower().exp().lower()
+            r = (rest - term[k].upper() if k in term else rest).lower()
+            if r > 0:
+                den += ((ref - at[k] - rho[k]).exp().lower() * r).lower()
             far2 = sum((max(abs(a - c).upper(), abs(b - c).upper()) ** 2 for (a, b), c in zip(ends, self.c[k])), zero)
             r = far2.upper().sqrt() if self.alpha == 1 else far2.upper() ** self.half_alpha
             items.append((((self.C_H * r).min(self.two_B) + self.B_ell[k]).upper(), (1 / den).upper()))
