@@ -33,6 +33,7 @@ import flint
 import numpy as np
 import sympy
 
+from . import fused_boxes
 from . import outward as fo
 from .contexts import BallContext
 from .exact import arb_to_fraction, as_fraction
@@ -517,12 +518,17 @@ class FloatBoxEvaluator:
 
     def _batch(self, x0, h):
         bx = _Boxes(h)
-        with np.errstate(all="ignore"):
-            Z = self._from_prefix(bx, x0) if self.prefix > 0 else self._embed(bx, x0)
-        Z, kept = self._run(bx, Z, self.prefix, len(self.layers), prune=True, shared_scores=False)
-        ro = self.readout
-        j = ro.column if kept is None else kept.index(ro.column)
-        T = Z[ro.row, j]
+        fused = fused_boxes.readout_model(self, x0, h)  # the compiled pass, where it applies
+        if fused is not None:
+            T = FTM(*fused[:3])
+            bx.bad |= fused[3]
+        else:
+            with np.errstate(all="ignore"):
+                Z = self._from_prefix(bx, x0) if self.prefix > 0 else self._embed(bx, x0)
+            Z, kept = self._run(bx, Z, self.prefix, len(self.layers), prune=True, shared_scores=False)
+            ro = self.readout
+            j = ro.column if kept is None else kept.index(ro.column)
+            T = Z[ro.row, j]
         lo, hi = bx.range(T)
         # the input whose linear term widens the output most, if it does so at least twice as much
         # as the widest side's (else the widest side; -1: no gradient)

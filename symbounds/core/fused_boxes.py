@@ -1,0 +1,707 @@
+"""The box pass after the affine prefix, fused into compiled loops (numba), with NumPy's enclosure.
+
+:mod:`symbounds.core.float_boxes` evaluates a batch of boxes one NumPy operation at a time: every
+step of the Taylor-model arithmetic and every outward rounding is a pass over a temporary array.
+For the networks whose pass after the affine prefix ``Z(x) = F_0 + sum_i x_i F_i`` is *one
+attention layer read at the readout's column followed by feed-forward layers* (the [SL26]
+network: layer 2 at the readout column, then FFN2), this module runs the same pass box by box
+and token by token in loops compiled by numba, with no temporaries.
+
+**The same enclosure.**  Every formula is the one of :mod:`symbounds.core.float_boxes`, step for
+step (the product, ``exp`` with its centred one-sided remainder, the reciprocal with
+``(L + r)^2 / min|b|^3``, the ReLU hull, the linear ReLU pairs evaluated as ``y``, the softmax
+shifted by the row's largest centre and the weight-averaged gradient, biases and skips), and every
+rounding is bounded by the same a-priori bounds (:mod:`symbounds.core.outward`, Higham,
+*Accuracy and Stability of Numerical Algorithms*, 2nd ed., §2.2, §3.1):
+
+* one operation ``+ - * /`` rounded to nearest to ``y``: the exact result lies in
+  ``[down(y), up(y)]``, ``up(y) = y + (4u|y| + eta)`` (``u = 2^-53``, ``eta = 2^-1074``), and
+  ``err(y) = up(2u|y| + eta)`` bounds its error;
+* a sum of ``n`` terms ``a_k b_k`` computed in **any order**:
+  ``|fl(sum) - sum| <= gamma_n sum |a_k||b_k| + n eta`` with ``gamma_n = nu / (1 - nu)``,
+  bounded by ``up(up(up(up(T g_n) + 2n eta) c_n) + n eta)`` with ``T`` the float sum of the
+  absolute values, ``g_n = up(1 + 2nu) >= 1 / (1 - gamma_n)`` and ``c_n = up(2nu)``; a sum of
+  nonnegative terms is at most ``up(fl(sum) g_n)``.  The loops below sum in their own order
+  (tokens and rows one by one), NumPy and BLAS in theirs: the bound holds for both, so the two
+  passes' enclosures are both sound and differ only by the rounding of those sums (a few units
+  in the last place of the coefficients, which the remainders cover);
+* ``exp`` from correctly rounded operations only (the same Cody-Waite reduction, degree-13
+  Taylor polynomial with relative error ``2^-44`` and outward scaling as
+  :func:`symbounds.core.outward.exp_upper`): elementwise, bit for bit the NumPy bound;
+* no fused multiply-add is formed (numba's default: no ``fastmath``, so LLVM contracts nothing
+  and keeps IEEE semantics, subnormals included: no flush to zero).  A NaN or an infinity
+  propagates as in NumPy (the maxima and minima below return NaN when either side is NaN), and
+  makes the box fail, never pass.
+
+The gradient-weighted shift of each softmax row is any exact affine function (the softmax does not
+depend on it), so it is computed in plain floats here as there.
+
+**One code path, chosen once.**  When numba cannot be imported, :func:`readout_model` returns
+None for every evaluator and the NumPy pass runs; when it can, the kernel serves every evaluator
+whose structure it covers (:func:`_plan`), and the others run the NumPy pass.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from . import outward as fo
+
+try:  # the optional dependency (the ``fast`` extra)
+    import numba
+except ImportError:  # pragma: no cover - exercised in a subprocess by the tests
+    numba = None
+
+__all__ = ["ENABLED", "readout_model"]
+
+#: Whether the compiled kernel is used (numba importable); decided once, at import.
+ENABLED = numba is not None
+
+_FOUR_U = 2.0**-51
+_TWO_U = 2.0**-52
+_ETA = fo.ETA
+_NAN = math.nan
+_INF = math.inf
+_X_MIN, _X_MAX, _MAXD = fo._X_MIN, fo._X_MAX, fo._MAX
+_C1, _C2LO, _C2HI = fo._LN2_C1, fo._LN2_C2LO, fo._LN2_C2HI
+_LN2 = _C1 + _C2LO
+_UP_REL, _DOWN_REL = fo._UP_REL, fo._DOWN_REL
+_TOP = fo._COEFFS[-1]
+_HORNER = np.array(list(reversed(fo._COEFFS[:-1])), dtype=np.float64)
+
+
+def _gamma(n: int) -> tuple[float, float]:
+    """``(g_n, c_n)``: ``g_n >= 1 / (1 - gamma_n)`` and ``c_n = up(2 n u)``, as in outward.py."""
+    return fo._gamma_factor(n), float(fo.up(2 * n * fo.U))
+
+
+# ------------------------------------------------------------------------------------------
+# the scalar primitives (compiled when numba is present; plain Python otherwise, for the tests)
+
+def _up(y):
+    return y + (abs(y) * _FOUR_U + _ETA)
+
+
+def _down(y):
+    return y - (abs(y) * _FOUR_U + _ETA)
+
+
+def _err(y):
+    return _up(abs(y) * _TWO_U + _ETA)
+
+
+def _maximum(a, b):
+    """``np.maximum``: NaN if either is NaN."""
+    if a != a or b != b:
+        return _NAN
+    return a if a >= b else b
+
+
+def _minimum(a, b):
+    if a != a or b != b:
+        return _NAN
+    return a if a <= b else b
+
+
+def _mm_up(T, g, n):
+    """``matmul_up``: an upper bound of an exact sum of ``n`` nonnegative products whose float sum
+    (any order) is ``T``."""
+    return _up(_up(T * g) + 2 * n * _ETA)
+
+
+def _mm_err(T, g, c, n):
+    """``matmul_err``: an upper bound of the rounding error of a sum of ``n`` products whose
+    absolute values have the float sum ``T``."""
+    return _up(_up(_mm_up(T, g, n) * c) + n * _ETA)
+
+
+def _sum_err(T, g, c):
+    """The error bound of ``bx.sum``: ``up(sum_up(|a|) c_n)`` with ``sum_up = up(fl(sum) g_n)``."""
+    return _up(_up(T * g) * c)
+
+
+def _taylor(r):
+    p = _TOP
+    for c in _HORNER:
+        p = p * r + c
+    return p
+
+
+def _exp_upper(x):
+    """:func:`symbounds.core.outward.exp_upper` of one double."""
+    if x != x:
+        return _NAN
+    if x < _X_MIN:
+        return 0.0 if x == -_INF else _ETA
+    if x > _X_MAX:
+        return _INF
+    k = np.rint(x / _LN2)
+    head = x - k * _C1
+    a1, a2 = k * _C2LO, k * _C2HI
+    r = _up(head - _down(min(a1, a2)))
+    p = _taylor(r)
+    return _up(math.ldexp(_up(p * _UP_REL), int(k)))
+
+
+def _exp_lower(x):
+    """:func:`symbounds.core.outward.exp_lower` of one double."""
+    if x != x:
+        return _NAN
+    if x < _X_MIN:
+        return 0.0
+    if x > _X_MAX:
+        return _INF if x == _INF else _MAXD
+    k = np.rint(x / _LN2)
+    head = x - k * _C1
+    a1, a2 = k * _C2LO, k * _C2HI
+    r = _down(head - _up(max(a1, a2)))
+    p = _taylor(r)
+    scaled = math.ldexp(_down(p * _DOWN_REL), int(k))
+    v = _MAXD if math.isinf(scaled) else _down(scaled)
+    return _maximum(v, 0.0)
+
+
+def _lin(G, h, gd):
+    """``lin``: an upper bound of ``|<G, delta>|`` over the box, ``up(sum_i up(|G_i| h_i) g_d)``."""
+    s = 0.0
+    for i in range(h.shape[0]):
+        s += _up(abs(G[i]) * h[i])
+    return _up(s * gd)
+
+
+# ------------------------------------------------------------------------------------------
+# Taylor-model steps on one box.  A vector of models: c[m], G[m, d], r[m].
+
+def _linear(Wm, Wr, has_r, rows, ic, iG, ir, h, gd, gD, cD, nD, oc, oG, orr, gbuf):
+    """``W @ a`` over the columns of ``a`` (``ic`` of shape ``(Din, ncol)``, ``iG`` of
+    ``(Din, ncol, d)``), reading only the input rows ``rows`` (the others are exact zeros):
+    ``c = Wm c``, ``g = Wm g``, remainder ``|Wm| r + Wr (|c| + L + r)`` plus the rounding of
+    ``Wm c`` and ``Wm g`` (``float_boxes._Boxes.linear``)."""
+    d = h.shape[0]
+    ncol = ic.shape[1]
+    for o in range(Wm.shape[0]):
+        for k in range(ncol):
+            c = 0.0
+            Tc = 0.0
+            rr = 0.0
+            rs = 0.0
+            for i in range(d):
+                gbuf[i] = 0.0
+                gbuf[d + i] = 0.0
+            for q in rows:
+                w = Wm[o, q]
+                aw = abs(w)
+                x = ic[q, k]
+                c += w * x
+                Tc += aw * abs(x)
+                rr += aw * ir[q, k]
+                if has_r:
+                    size = _up(_up(abs(x) + _lin(iG[q, k], h, gd)) + ir[q, k])
+                    rs += Wr[o, q] * size
+                for i in range(d):
+                    g = iG[q, k, i]
+                    gbuf[i] += w * g
+                    gbuf[d + i] += aw * abs(g)
+            r = _mm_up(rr, gD, nD)
+            if has_r:
+                r = _up(r + _mm_up(rs, gD, nD))
+            r = _up(r + _mm_err(Tc, gD, cD, nD))
+            s = 0.0
+            for i in range(d):
+                oG[o, k, i] = gbuf[i]
+                s += _up(_mm_err(gbuf[d + i], gD, cD, nD) * h[i])
+            oc[o, k] = c
+            orr[o, k] = _up(r + _up(s * gd))
+
+
+def _scale_into(km, kr, ac, aG, ar, h, gd, oG):
+    """``k a`` for a float ball ``k = (km, kr)`` (``_Boxes.scale``); returns ``(c, r)``."""
+    d = h.shape[0]
+    c = km * ac
+    r = _up(abs(km) * ar)
+    if kr != 0.0:
+        size = _up(_up(abs(ac) + _lin(aG, h, gd)) + ar)
+        r = _up(r + _up(kr * size))
+    r = _up(r + _err(c))
+    s = 0.0
+    for i in range(d):
+        g = km * aG[i]
+        oG[i] = g
+        s += _up(_err(g) * h[i])
+    return c, _up(r + _up(s * gd))
+
+
+def _add_into(ac, aG, ar, bc, bG, br, h, gd, oG):
+    """``a + b`` with both gradients (``_Boxes.add``); ``oG`` may be ``aG``. Returns ``(c, r)``."""
+    d = h.shape[0]
+    c = ac + bc
+    r = _up(ar + br)
+    r = _up(r + _err(c))
+    s = 0.0
+    for i in range(d):
+        g = aG[i] + bG[i]
+        oG[i] = g
+        s += _up(_err(g) * h[i])
+    return c, _up(r + _up(s * gd))
+
+
+def _mul_into(ac, aG, ar, bc, bG, br, h, gd, oG):
+    """``a b`` (``_Boxes.mul``): ``c = ca cb``, ``g = ga cb + gb ca``, remainder
+    ``|La||Lb| + ra (|cb| + Lb) + rb (|ca| + La) + ra rb`` plus the roundings."""
+    d = h.shape[0]
+    c = ac * bc
+    La = _lin(aG, h, gd)
+    Lb = _lin(bG, h, gd)
+    s = 0.0
+    for i in range(d):
+        p = aG[i] * bc
+        q = bG[i] * ac
+        g = p + q
+        e = _up(_up(_err(p) + _err(q)) + _err(g))
+        oG[i] = g
+        s += _up(e * h[i])
+    rem = _up(La * Lb)
+    rem = _up(rem + _up(ar * _up(abs(bc) + Lb)))
+    rem = _up(rem + _up(br * _up(abs(ac) + La)))
+    rem = _up(rem + _up(ar * br))
+    rem = _up(rem + _err(c))
+    return c, _up(rem + _up(s * gd))
+
+
+def _exp_into(ac, aG, ar, h, gd, oG):
+    """``e^a`` (``_Boxes.exp``): ``ec (1 + t) + ec <g, delta>`` and the remainder
+    ``ec t' + er (1 + U + Rmax) + e^c_hi e^{U + r} r``."""
+    d = h.shape[0]
+    lo = _exp_lower(ac)
+    hi = _exp_upper(ac)
+    ec = hi
+    er = _up(hi - lo)
+    U = _lin(aG, h, gd)
+    eUr = _exp_upper(_up(U + ar))
+    Rmax = _minimum(_up(_up(_up(U * U) * 0.5) * eUr), _up(_up(eUr - 1.0) - U))
+    t = Rmax * 0.5
+    tp = _maximum(t, _up(Rmax - t))
+    one_t = 1.0 + t
+    c = ec * one_t
+    e_c = _up(_err(one_t) * ec + _err(c))
+    s = 0.0
+    for i in range(d):
+        g = aG[i] * ec
+        oG[i] = g
+        s += _up(_err(g) * h[i])
+    rem = _up(ec * tp)
+    rem = _up(rem + _up(er * _up(_up(1.0 + U) + Rmax)))
+    rem = _up(rem + _up(_up(hi * eUr) * ar))
+    rem = _up(rem + e_c)
+    return c, _up(rem + _up(s * gd))
+
+
+def _reciprocal_into(bc, bG, br, h, gd, oG):
+    """``1/b`` (``_Boxes.reciprocal``): ``1/c - g/c^2`` plus ``r/c^2 + (L + r)^2 / min|b|^3``;
+    returns ``(c, r, ok)``, ``ok`` False where the range of ``b`` contains 0."""
+    d = h.shape[0]
+    dv = _up(_lin(bG, h, gd) + br)
+    lo = _down(bc - dv)
+    hi = _up(bc + dv)
+    ok = (lo > 0) or (hi < 0)
+    min_abs = lo if lo > 0 else (-hi if hi < 0 else 1.0)
+    q = 1.0 / bc
+    e_q = _err(q)
+    q2 = q * q
+    e_q2 = _up(_up(e_q * _up(2 * abs(q) + e_q)) + _err(q2))
+    s = 0.0
+    for i in range(d):
+        g = -bG[i] * q2
+        oG[i] = g
+        eg = _up(_up(abs(bG[i]) * e_q2) + _err(g))
+        s += _up(eg * h[i])
+    m3 = _down(_down(min_abs * min_abs) * min_abs)
+    rem = _up(_up(dv * dv) / (m3 if ok else 1.0))
+    rem = _up(rem + _up(br * _up(q2 + e_q2)))
+    rem = _up(rem + e_q)
+    return q, _up(rem + _up(s * gd)), ok
+
+
+def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
+                   WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, zc, zG, zr, qc, qG, qr, kc, kG, kr,
+                   vc, vG, vr, sc, sG, sr, w, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows):
+    """One box: the affine prefix at its rows ``rows``, then the attention layer at the query
+    columns ``cols``; the result in ``oc, oG, orr`` (``(D, nq)``).  Returns False where a
+    softmax normaliser's range contains 0."""
+    d = h.shape[0]
+    D, n = F0c.shape
+    gd = gam[0, 0]
+    gp, cp = gam[1, 0], gam[1, 1]
+    gD, cD = gam[2, 0], gam[2, 1]
+    gk, ck = gam[3, 0], gam[3, 1]
+    gn, cn = gam[4, 0], gam[4, 1]
+    gv, cv = gam[5, 0], gam[5, 1]
+    nk = WQm.shape[1]
+    nv = WVm.shape[1]
+    good = True
+    # Z = F_0 + sum_i x_i F_i at the rows read: c = [1, x0] . [F0c; Fc], r = [1, |x0| + h] . [F0r; Fr]
+    for q in rows:
+        for k in range(n):
+            c = F0c[q, k]
+            T = abs(c)
+            rr = F0r[q, k]
+            for i in range(d):
+                f = Fc[i, q, k]
+                c += x0[i] * f
+                T += abs(x0[i]) * abs(f)
+                rr += _up(abs(x0[i]) + h[i]) * Fr[i, q, k]
+                zG[q, k, i] = f
+            zc[q, k] = c
+            zr[q, k] = _up(_mm_up(rr, gp, d + 1) + _mm_err(T, gp, cp, d + 1))
+    nq = cols.shape[0]
+    # the skip, at the query columns
+    first = True
+    if skip_m != 0.0 or skip_r != 0.0:
+        for q in range(D):
+            for jj in range(nq):
+                c, r = _scale_into(skip_m, skip_r, zc[q, cols[jj]], zG[q, cols[jj]], zr[q, cols[jj]], h, gd,
+                                   oG[q, jj])
+                oc[q, jj] = c
+                orr[q, jj] = r
+        first = False
+    for hd in range(WQm.shape[0]):
+        # Q at the query columns, K and V at every token
+        for jj in range(nq):
+            tc[:, 0] = zc[:, cols[jj]]
+            tr[:, 0] = zr[:, cols[jj]]
+            tG[:, 0] = zG[:, cols[jj]]
+            _linear(WQm[hd], WQr[hd], has_r[hd, 0], rows, tc[:, :1], tG[:, :1], tr[:, :1], h, gd, gD, cD, D,
+                    qc[:, jj:jj + 1], qG[:, jj:jj + 1], qr[:, jj:jj + 1], gbuf)
+        _linear(WKm[hd], WKr[hd], has_r[hd, 1], rows, zc, zG, zr, h, gd, gD, cD, D, kc, kG, kr, gbuf)
+        _linear(WVm[hd], WVr[hd], has_r[hd, 2], rows, zc, zG, zr, h, gd, gD, cD, D, vc, vG, vr, gbuf)
+        for jj in range(nq):
+            # scores S_k = sum_a Q_a K_ak (bx.sum of the products), then / tau
+            for k in range(n):
+                c = 0.0
+                Tc = 0.0
+                rs = 0.0
+                for i in range(d):
+                    gbuf[i] = 0.0
+                    gbuf[d + i] = 0.0
+                for a in range(nk):
+                    pc, pr = _mul_into(qc[a, jj], qG[a, jj], qr[a, jj], kc[a, k], kG[a, k], kr[a, k], h, gd, g1)
+                    c += pc
+                    Tc += abs(pc)
+                    rs += pr
+                    for i in range(d):
+                        gbuf[i] += g1[i]
+                        gbuf[d + i] += abs(g1[i])
+                r = _up(_up(rs * gk) + _sum_err(Tc, gk, ck))
+                s = 0.0
+                for i in range(d):
+                    g1[i] = gbuf[i]
+                    s += _up(_sum_err(gbuf[d + i], gk, ck) * h[i])
+                r = _up(r + _up(s * gd))
+                if has_tau:
+                    c, r = _scale_into(tau_m, tau_r, c, g1, r, h, gd, g2)
+                    for i in range(d):
+                        g1[i] = g2[i]
+                sc[k] = c
+                sr[k] = r
+                for i in range(d):
+                    sG[k, i] = g1[i]
+            # the shift: the largest centre and the softmax-weighted gradient (any exact affine model)
+            cm = sc[0]
+            for k in range(1, n):
+                cm = _maximum(cm, sc[k])
+            tot = 0.0
+            for k in range(n):
+                w[k] = math.exp(sc[k] - cm)
+                tot += w[k]
+            for k in range(n):
+                v = w[k] / tot
+                w[k] = v if math.isfinite(v) else 0.0
+            for i in range(d):
+                g2[i] = 0.0
+            for k in range(n):
+                for i in range(d):
+                    g2[i] += sG[k, i] * w[k]
+            # E_k = exp(S_k - shift), in place of S; the row sum N
+            Nc = 0.0
+            NT = 0.0
+            Nr = 0.0
+            for i in range(d):
+                gbuf[i] = 0.0
+                gbuf[d + i] = 0.0
+            for k in range(n):
+                c = sc[k] - cm
+                r = _up(sr[k] + 0.0)
+                r = _up(r + _err(c))
+                s = 0.0
+                for i in range(d):
+                    g = sG[k, i] - g2[i]
+                    g1[i] = g
+                    s += _up(_err(g) * h[i])
+                r = _up(r + _up(s * gd))
+                c, r = _exp_into(c, g1, r, h, gd, sG[k])
+                sc[k] = c
+                sr[k] = r
+                Nc += c
+                NT += abs(c)
+                Nr += r
+                for i in range(d):
+                    gbuf[i] += sG[k, i]
+                    gbuf[d + i] += abs(sG[k, i])
+            r = _up(_up(Nr * gn) + _sum_err(NT, gn, cn))
+            s = 0.0
+            for i in range(d):
+                g1[i] = gbuf[i]
+                s += _up(_sum_err(gbuf[d + i], gn, cn) * h[i])
+            r = _up(r + _up(s * gd))
+            ic, ir, ok = _reciprocal_into(Nc, g1, r, h, gd, g2)
+            if not ok:
+                good = False
+            # A_a = sum_k (E_k / N) V_ak
+            for a in range(nv):
+                Ac = 0.0
+                AT = 0.0
+                Ar = 0.0
+                for i in range(d):
+                    gbuf[i] = 0.0
+                    gbuf[d + i] = 0.0
+                for k in range(n):
+                    pc, pr = _mul_into(sc[k], sG[k], sr[k], ic, g2, ir, h, gd, g1)
+                    pc, pr = _mul_into(pc, g1, pr, vc[a, k], vG[a, k], vr[a, k], h, gd, g1)
+                    Ac += pc
+                    AT += abs(pc)
+                    Ar += pr
+                    for i in range(d):
+                        gbuf[i] += g1[i]
+                        gbuf[d + i] += abs(g1[i])
+                r = _up(_up(Ar * gn) + _sum_err(AT, gn, cn))
+                s = 0.0
+                for i in range(d):
+                    aG[a, jj, i] = gbuf[i]
+                    s += _up(_sum_err(gbuf[d + i], gn, cn) * h[i])
+                ac[a, jj] = Ac
+                ar[a, jj] = _up(r + _up(s * gd))
+        # the head's output W_O A, added to the layer's
+        _linear(WOm[hd], WOr[hd], has_r[hd, 3], vrows, ac, aG, ar, h, gd, gv, cv, nv, tc[:, :nq],
+                tG[:, :nq], tr[:, :nq], gbuf)
+        for q in range(D):
+            for jj in range(nq):
+                if first:
+                    oc[q, jj] = tc[q, jj]
+                    orr[q, jj] = tr[q, jj]
+                    oG[q, jj] = tG[q, jj]
+                else:
+                    c, r = _add_into(oc[q, jj], oG[q, jj], orr[q, jj], tc[q, jj], tG[q, jj], tr[q, jj], h, gd,
+                                     oG[q, jj])
+                    oc[q, jj] = c
+                    orr[q, jj] = r
+        first = False
+    return good
+
+
+def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
+                     WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, out_c, out_G, out_r, bad):
+    """:func:`_attention_box` over a batch; ``out_*`` of shapes ``(B, D, nq)``, ``(B, D, nq, d)``."""
+    B, d = h.shape
+    D, n = F0c.shape
+    nq = cols.shape[0]
+    nk, nv = WQm.shape[1], WVm.shape[1]
+    zc, zG, zr = np.zeros((D, n)), np.zeros((D, n, d)), np.zeros((D, n))
+    qc, qG, qr = np.zeros((nk, nq)), np.zeros((nk, nq, d)), np.zeros((nk, nq))
+    kc, kG, kr = np.zeros((nk, n)), np.zeros((nk, n, d)), np.zeros((nk, n))
+    vc, vG, vr = np.zeros((nv, n)), np.zeros((nv, n, d)), np.zeros((nv, n))
+    sc, sG, sr, w = np.zeros(n), np.zeros((n, d)), np.zeros(n), np.zeros(n)
+    ac, aG, ar = np.zeros((nv, nq)), np.zeros((nv, nq, d)), np.zeros((nv, nq))
+    m = max(nq, 1)
+    tc, tG, tr = np.zeros((D, m)), np.zeros((D, m, d)), np.zeros((D, m))
+    gbuf, g1, g2 = np.zeros(2 * d), np.zeros(d), np.zeros(d)
+    vrows = np.arange(nv)
+    for b in range(B):
+        ok = _attention_box(x0[b], h[b], rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
+                            WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, zc, zG, zr, qc, qG, qr,
+                            kc, kG, kr, vc, vG, vr, sc, sG, sr, w, ac, aG, ar, tc, tG, tr,
+                            out_c[b], out_G[b], out_r[b], gbuf, g1, g2, vrows)
+        if not ok:
+            bad[b] = True
+
+
+def _ffn_batch(h, zc, zG, zr, W1m, W1r, has1, b1m, b1r, has_b1, W2m, W2r, has2, b2m, b2r, has_b2,
+               pair_keep, pair_zero, skip_m, skip_r, gam, out_c, out_G, out_r):
+    """A feed-forward layer over a batch (``_FloatBoxEvaluator._ffn``): ``W2 relu(W1 z + b1) + b2``
+    plus the skip, the linear pairs' first units passed through and their second units zero."""
+    B, d = h.shape
+    D, nq = zc.shape[1], zc.shape[2]
+    Hn = W1m.shape[0]
+    gd = gam[0, 0]
+    gD, cD = gam[1, 0], gam[1, 1]
+    gH, cH = gam[2, 0], gam[2, 1]
+    hc, hG, hr = np.zeros((Hn, nq)), np.zeros((Hn, nq, d)), np.zeros((Hn, nq))
+    gbuf = np.zeros(2 * d)
+    rowsD, rowsH = np.arange(D), np.arange(Hn)
+    g = np.zeros(d)
+    for b in range(B):
+        hb = h[b]
+        _linear(W1m, W1r, has1, rowsD, zc[b], zG[b], zr[b], hb, gd, gD, cD, D, hc, hG, hr, gbuf)
+        for u in range(Hn):
+            for j in range(nq):
+                if has_b1:
+                    c = hc[u, j] + b1m[u]
+                    r = _up(hr[u, j] + b1r[u])
+                    hc[u, j] = c
+                    hr[u, j] = _up(r + _err(c))
+                if pair_zero[u]:
+                    hc[u, j] = 0.0
+                    hr[u, j] = 0.0
+                    hG[u, j] = 0.0
+                elif not pair_keep[u]:  # relu: the model where >= 0, 0 where <= 0, else [0, hi]
+                    dv = _up(_lin(hG[u, j], hb, gd) + hr[u, j])
+                    lo = _down(hc[u, j] - dv)
+                    hi = _up(hc[u, j] + dv)
+                    if lo >= 0:
+                        pass
+                    elif hi <= 0:
+                        hc[u, j] = 0.0
+                        hr[u, j] = 0.0
+                        hG[u, j] = 0.0
+                    else:
+                        half = hi * 0.5
+                        hc[u, j] = half
+                        hr[u, j] = _maximum(half, _up(hi - half))
+                        hG[u, j] = 0.0
+        _linear(W2m, W2r, has2, rowsH, hc, hG, hr, hb, gd, gH, cH, Hn, out_c[b], out_G[b], out_r[b], gbuf)
+        for q in range(D):
+            for j in range(nq):
+                if has_b2:
+                    c = out_c[b, q, j] + b2m[q]
+                    r = _up(out_r[b, q, j] + b2r[q])
+                    out_c[b, q, j] = c
+                    out_r[b, q, j] = _up(r + _err(c))
+                if skip_m != 0.0 or skip_r != 0.0:
+                    sc, sr = _scale_into(skip_m, skip_r, zc[b, q, j], zG[b, q, j], zr[b, q, j], hb, gd, g)
+                    c, r = _add_into(out_c[b, q, j], out_G[b, q, j], out_r[b, q, j], sc, g, sr, hb, gd,
+                                     out_G[b, q, j])
+                    out_c[b, q, j] = c
+                    out_r[b, q, j] = r
+
+
+_SCALARS = [_up, _down, _err, _maximum, _minimum, _mm_up, _mm_err, _sum_err, _taylor, _exp_upper, _exp_lower,
+            _lin, _linear, _scale_into, _add_into, _mul_into, _exp_into, _reciprocal_into, _attention_box]
+_BATCHES = [_attention_batch, _ffn_batch]
+
+if numba is not None:
+    # IEEE semantics: no fastmath (no contraction into fused multiply-adds, no reassociation, no
+    # flush to zero); error_model="numpy": a division by zero gives inf/NaN as in NumPy
+    _jit = numba.njit(cache=True, fastmath=False, error_model="numpy")
+    for _f in _SCALARS + _BATCHES:
+        globals()[_f.__name__] = _jit(_f)
+    del _f
+
+
+# ------------------------------------------------------------------------------------------
+# the plan: the evaluator's structure as the kernel's arrays
+
+class _Plan:
+    """The arrays the kernel reads for one evaluator (built once)."""
+
+    def __init__(self, ev, att_index):
+        d = ev.d
+        F0c, F0r, Fc, Fr = ev._prefix()
+        self.F = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in (F0c, F0r, Fc, Fr))
+        D, n = F0c.shape
+        self.rows = np.array(ev._rows_read(), dtype=np.int64)
+        self.cols = np.array(ev.needed[att_index], dtype=np.int64)
+        _, heads, skip, tau = ev.layers[att_index]
+        mats = [m for _, m, _, _ in heads]
+
+        def stack(j):
+            Wm = np.ascontiguousarray(np.stack([m[j][0] for m in mats]), dtype=np.float64)
+            Wr = np.stack([np.zeros_like(m[j][0]) if m[j][1] is None else m[j][1] for m in mats])
+            return Wm, np.ascontiguousarray(Wr, dtype=np.float64)
+
+        self.W = [stack(j) for j in range(4)]
+        self.has_r = np.array([[m[j][1] is not None for j in range(4)] for m in mats], dtype=np.bool_)
+        self.skip = (float(skip[0]), float(skip[1]))
+        self.tau = (True, float(tau[0]), float(tau[1])) if tau is not None else (False, 1.0, 0.0)
+        nk, nv = self.W[0][0].shape[1], self.W[2][0].shape[1]
+        self.gam = np.array([_gamma(d) if d else (1.0, 0.0), _gamma(d + 1), _gamma(D), _gamma(nk), _gamma(n),
+                             _gamma(nv)])
+        self.ffns = []
+        for layer in ev.layers[att_index + 1:]:
+            _, W1, b1, W2, b2, skip2, pairs = layer
+            Hn = W1[0].shape[0]
+            keep, zero = np.zeros(Hn, dtype=np.bool_), np.zeros(Hn, dtype=np.bool_)
+            for u, u2 in pairs:
+                keep[u], zero[u2] = True, True
+
+            def mat(W):
+                return (np.ascontiguousarray(W[0], dtype=np.float64),
+                        np.zeros_like(W[0]) if W[1] is None else np.ascontiguousarray(W[1], dtype=np.float64),
+                        W[1] is not None)
+
+            def bias(bv):
+                bm, br = bv
+                has = bool(bm.any() or (br is not None and br.any()))
+                return (np.ascontiguousarray(bm, dtype=np.float64),
+                        np.zeros_like(bm) if br is None else np.ascontiguousarray(br, dtype=np.float64), has)
+
+            gam = np.array([_gamma(d) if d else (1.0, 0.0), _gamma(D), _gamma(Hn)])
+            self.ffns.append(mat(W1) + bias(b1) + mat(W2) + bias(b2) + (keep, zero, float(skip2[0]),
+                                                                         float(skip2[1]), gam))
+        self.kept = list(ev.needed[att_index])
+        self.D = D
+
+    def run(self, x0, h):
+        """``(c, G, r, bad)`` of the state after the last layer, ``(B, D, nq)``, gradient
+        ``(B, d, D, nq)``, for boxes ``x0 +- h``."""
+        B, d = h.shape
+        nq = self.cols.shape[0]
+        x0 = np.ascontiguousarray(x0, dtype=np.float64)
+        h = np.ascontiguousarray(h, dtype=np.float64)
+        c, G, r = np.zeros((B, self.D, nq)), np.zeros((B, self.D, nq, d)), np.zeros((B, self.D, nq))
+        bad = np.zeros(B, dtype=np.bool_)
+        (WQm, WQr), (WKm, WKr), (WVm, WVr), (WOm, WOr) = self.W
+        _attention_batch(x0, h, self.rows, *self.F, self.cols, self.skip[0], self.skip[1], *self.tau,
+                         WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, self.has_r, self.gam, c, G, r, bad)
+        for f in self.ffns:
+            oc, oG, orr = np.zeros_like(c), np.zeros_like(G), np.zeros_like(r)
+            _ffn_batch(h, c, G, r, *f, oc, oG, orr)
+            c, G, r = oc, oG, orr
+        return c, np.moveaxis(G, 3, 1), r, bad
+
+
+_PLANS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _plan(ev):
+    """The kernel's plan for a :class:`~symbounds.core.float_boxes.FloatBoxEvaluator`, or None
+    when its pass after the prefix is not one attention layer pruned to the readout's columns
+    (with at least one head, all of one shape) followed only by feed-forward layers."""
+    if ev in _PLANS:
+        return _PLANS[ev]
+    plan = None
+    i = ev.prefix
+    if 0 < i < len(ev.layers) and ev.layers[i][0] == "attention" and i in ev.needed and ev.readout is not None:
+        heads = ev.layers[i][1]
+        shapes = {tuple(m[0].shape for m in ms) for _, ms, _, _ in heads}
+        rest = ev.layers[i + 1:]
+        if heads and len(shapes) == 1 and all(layer[0] == "ffn" for layer in rest):
+            plan = _Plan(ev, i)
+    _PLANS[ev] = plan
+    return plan
+
+
+def readout_model(ev, x0, h):
+    """``(c, G, r, bad)``: the readout's model over the boxes ``x0 +- h`` (shapes ``(B,)``,
+    ``(B, d)``, ``(B,)``; ``bad[b]`` where a step could not be enclosed), or None when the kernel
+    does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs."""
+    if not ENABLED:
+        return None
+    plan = _plan(ev)
+    if plan is None:
+        return None
+    c, G, r, bad = plan.run(x0, h)
+    j = plan.kept.index(ev.readout.column)
+    row = ev.readout.row
+    return c[:, row, j], G[:, :, row, j], r[:, row, j], bad
