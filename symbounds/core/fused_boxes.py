@@ -130,38 +130,49 @@ def _taylor(r):
     return p
 
 
+#: ``2^j`` for ``|j| <= 540``: ``2^k = 2^(k - k//2) 2^(k//2)`` for every ``k`` of the reduction
+_POW2_OFF = 540
+_POW2 = np.array([math.ldexp(1.0, j) for j in range(-_POW2_OFF, _POW2_OFF + 1)])
+
+
+def _scale2(y, k):
+    """``ldexp(y, k)`` for ``0.5 <= y <= 2`` and ``|k| <= 1076``: ``y 2^(k - k//2)`` is exact (a
+    normal double), and the product with ``2^(k//2)`` rounds once, as ``ldexp`` does."""
+    k1 = k >> 1
+    return (y * _POW2[k - k1 + _POW2_OFF]) * _POW2[k1 + _POW2_OFF]
+
+
 def _exp_upper(x):
-    """:func:`symbounds.core.outward.exp_upper` of one double."""
-    if x != x:
-        return _NAN
-    if x < _X_MIN:
-        return 0.0 if x == -_INF else _ETA
-    if x > _X_MAX:
-        return _INF
-    k = np.rint(x / _LN2)
-    head = x - k * _C1
+    """:func:`symbounds.core.outward.exp_upper` of one double, bit for bit, without branches (the
+    special cases are selected at the end), so that loops over it vectorise."""
+    xc = x if x > _X_MIN else _X_MIN
+    xc = xc if xc < _X_MAX else _X_MAX
+    k = np.rint(xc / _LN2)
+    head = xc - k * _C1
     a1, a2 = k * _C2LO, k * _C2HI
-    r = _up(head - _down(min(a1, a2)))
-    p = _taylor(r)
-    return _up(math.ldexp(_up(p * _UP_REL), int(k)))
+    r = _up(head - _down(a1 if a1 < a2 else a2))
+    v = _up(_scale2(_up(_taylor(r) * _UP_REL), int(k)))
+    v = _ETA if x < _X_MIN else v
+    v = 0.0 if x == -_INF else v
+    v = _INF if x > _X_MAX else v
+    return _NAN if x != x else v
 
 
 def _exp_lower(x):
-    """:func:`symbounds.core.outward.exp_lower` of one double."""
-    if x != x:
-        return _NAN
-    if x < _X_MIN:
-        return 0.0
-    if x > _X_MAX:
-        return _INF if x == _INF else _MAXD
-    k = np.rint(x / _LN2)
-    head = x - k * _C1
+    """:func:`symbounds.core.outward.exp_lower` of one double, bit for bit, without branches."""
+    xc = x if x > _X_MIN else _X_MIN
+    xc = xc if xc < _X_MAX else _X_MAX
+    k = np.rint(xc / _LN2)
+    head = xc - k * _C1
     a1, a2 = k * _C2LO, k * _C2HI
-    r = _down(head - _up(max(a1, a2)))
-    p = _taylor(r)
-    scaled = math.ldexp(_down(p * _DOWN_REL), int(k))
-    v = _MAXD if math.isinf(scaled) else _down(scaled)
-    return _maximum(v, 0.0)
+    r = _down(head - _up(a1 if a1 > a2 else a2))
+    scaled = _scale2(_down(_taylor(r) * _DOWN_REL), int(k))
+    v = _MAXD if abs(scaled) == _INF else _down(scaled)
+    v = v if v > 0.0 else 0.0
+    v = 0.0 if x < _X_MIN else v
+    v = _MAXD if x > _X_MAX else v
+    v = _INF if x == _INF else v
+    return _NAN if x != x else v
 
 
 def _lin(G, h, gd):
@@ -325,12 +336,178 @@ def _reciprocal_into(bc, bG, br, h, gd, oG):
     return q, _up(rem + _up(s * gd)), ok
 
 
+def _exp_arrays(x, lo, hi, n):
+    """``lo[k] <= e^x[k] <= hi[k]`` for ``k < n``: :func:`_exp_lower` and :func:`_exp_upper`
+    written out in one loop body (so that the loop vectorises), bit for bit the same."""
+    for k in range(n):
+        v = x[k]
+        xc = v if v > _X_MIN else _X_MIN
+        xc = xc if xc < _X_MAX else _X_MAX
+        kk = np.rint(xc / _LN2)
+        ki = int(kk)
+        k1 = ki >> 1
+        p1 = _POW2[ki - k1 + _POW2_OFF]
+        p2 = _POW2[k1 + _POW2_OFF]
+        head = xc - kk * _C1
+        a1, a2 = kk * _C2LO, kk * _C2HI
+        ru = _up(head - _down(a1 if a1 < a2 else a2))
+        rd = _down(head - _up(a1 if a1 > a2 else a2))
+        pu = _TOP
+        pd = _TOP
+        for c in _HORNER:
+            pu = pu * ru + c
+            pd = pd * rd + c
+        u = _up((_up(pu * _UP_REL) * p1) * p2)
+        u = _ETA if v < _X_MIN else u
+        u = 0.0 if v == -_INF else u
+        u = _INF if v > _X_MAX else u
+        hi[k] = _NAN if v != v else u
+        scaled = (_down(pd * _DOWN_REL) * p1) * p2
+        w = _MAXD if abs(scaled) == _INF else _down(scaled)
+        w = w if w > 0.0 else 0.0
+        w = 0.0 if v < _X_MIN else w
+        w = _MAXD if v > _X_MAX else w
+        w = _INF if v == _INF else w
+        lo[k] = _NAN if v != v else w
+
+
+def _exp_upper_array(x, out, n):
+    """``out[k] >= e^x[k]``: :func:`_exp_upper` written out in the loop body."""
+    for k in range(n):
+        v = x[k]
+        xc = v if v > _X_MIN else _X_MIN
+        xc = xc if xc < _X_MAX else _X_MAX
+        kk = np.rint(xc / _LN2)
+        ki = int(kk)
+        k1 = ki >> 1
+        head = xc - kk * _C1
+        a1, a2 = kk * _C2LO, kk * _C2HI
+        ru = _up(head - _down(a1 if a1 < a2 else a2))
+        pu = _TOP
+        for c in _HORNER:
+            pu = pu * ru + c
+        u = _up((_up(pu * _UP_REL) * _POW2[ki - k1 + _POW2_OFF]) * _POW2[k1 + _POW2_OFF])
+        u = _ETA if v < _X_MIN else u
+        u = 0.0 if v == -_INF else u
+        u = _INF if v > _X_MAX else u
+        out[k] = _NAN if v != v else u
+
+
+def _lin_tokens(G, h, gd, out, n):
+    """``out[k] = lin(G[:, k])`` for a gradient ``G`` of shape ``(d, n)``."""
+    for k in range(n):
+        out[k] = 0.0
+    for i in range(h.shape[0]):
+        hi = h[i]
+        for k in range(n):
+            out[k] += _up(abs(G[i, k]) * hi)
+    for k in range(n):
+        out[k] = _up(out[k] * gd)
+
+
+def _linear_tokens(w, wr, has_r, rows, zc, zr, zs, Fc, h, gd, gD, cD, nD, oc, oG, orr, T1, T2, T3, TG):
+    """One output row ``a`` of ``W @ Z`` at every token (``w = Wm[a]``, ``wr = Wr[a]``), ``Z`` the
+    prefix's model (gradient ``Fc[i, q, k]``, sizes ``zs = |c| + L + r`` rounded up): the formula
+    of :func:`_linear`, the loops over tokens innermost."""
+    d = h.shape[0]
+    n = zc.shape[1]
+    for k in range(n):
+        oc[k] = 0.0
+        T1[k] = 0.0
+        T2[k] = 0.0
+        T3[k] = 0.0
+    for i in range(d):
+        for k in range(n):
+            oG[i, k] = 0.0
+            TG[i, k] = 0.0
+    for q in rows:
+        wq = w[q]
+        aw = abs(wq)
+        if wq == 0.0 and not (has_r and wr[q] != 0.0):
+            continue  # adds exact zeros only
+        for k in range(n):
+            x = zc[q, k]
+            oc[k] += wq * x
+            T1[k] += aw * abs(x)
+            T2[k] += aw * zr[q, k]
+        if has_r:
+            wrq = wr[q]
+            for k in range(n):
+                T3[k] += wrq * zs[q, k]
+        for i in range(d):
+            for k in range(n):
+                g = Fc[i, q, k]
+                oG[i, k] += wq * g
+                TG[i, k] += aw * abs(g)
+    for k in range(n):
+        r = _mm_up(T2[k], gD, nD)
+        if has_r:
+            r = _up(r + _mm_up(T3[k], gD, nD))
+        orr[k] = _up(r + _mm_err(T1[k], gD, cD, nD))
+        T1[k] = 0.0
+    for i in range(d):
+        hi = h[i]
+        for k in range(n):
+            T1[k] += _up(_mm_err(TG[i, k], gD, cD, nD) * hi)
+    for k in range(n):
+        orr[k] = _up(orr[k] + _up(T1[k] * gd))
+
+
+def _mul_tokens(ac, aG, ar, La, bc, bG, br, Lb, h, gd, oc, oG, orr, s, n):
+    """``a_k b_k`` at every token (:func:`_mul_into`), ``a`` and ``b`` of shapes ``(n,)``,
+    gradients ``(d, n)``, their ``lin`` given (``La``, ``Lb``); ``oG`` may be ``aG``."""
+    for k in range(n):
+        s[k] = 0.0
+    for i in range(h.shape[0]):
+        hi = h[i]
+        for k in range(n):
+            p = aG[i, k] * bc[k]
+            q = bG[i, k] * ac[k]
+            g = p + q
+            e = _up(_up(_err(p) + _err(q)) + _err(g))
+            oG[i, k] = g
+            s[k] += _up(e * hi)
+    for k in range(n):
+        c = ac[k] * bc[k]
+        rem = _up(La[k] * Lb[k])
+        rem = _up(rem + _up(ar[k] * _up(abs(bc[k]) + Lb[k])))
+        rem = _up(rem + _up(br[k] * _up(abs(ac[k]) + La[k])))
+        rem = _up(rem + _up(ar[k] * br[k]))
+        rem = _up(rem + _err(c))
+        oc[k] = c
+        orr[k] = _up(rem + _up(s[k] * gd))
+
+
+def _sum_tokens(c, G, r, h, gd, g, cc, n, oG):
+    """``bx.sum`` over the tokens: returns ``(c, r)``, the gradient in ``oG`` (``g, cc`` the
+    factors of ``n`` terms)."""
+    sc = 0.0
+    sT = 0.0
+    sr = 0.0
+    for k in range(n):
+        sc += c[k]
+        sT += abs(c[k])
+        sr += r[k]
+    rr = _up(_up(sr * g) + _sum_err(sT, g, cc))
+    s = 0.0
+    for i in range(h.shape[0]):
+        a = 0.0
+        aT = 0.0
+        for k in range(n):
+            a += G[i, k]
+            aT += abs(G[i, k])
+        oG[i] = a
+        s += _up(_sum_err(aT, g, cc) * h[i])
+    return sc, _up(rr + _up(s * gd))
+
+
 def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
-                   WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, zc, zG, zr, qc, qG, qr, kc, kG, kr,
-                   vc, vG, vr, sc, sG, sr, w, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows):
+                   WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, any_r, ws, wG, qc, qG, qr,
+                   kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows, qo, qG3, qro):
     """One box: the affine prefix at its rows ``rows``, then the attention layer at the query
-    columns ``cols``; the result in ``oc, oG, orr`` (``(D, nq)``).  Returns False where a
-    softmax normaliser's range contains 0."""
+    columns ``cols``, every token-wise step a loop over the tokens; the result in ``oc, oG, orr``
+    (``(D, nq)``, gradient ``(D, nq, d)``).  Returns False where a softmax normaliser's range
+    contains 0.  ``ws`` (``(16, n)``) and ``wG`` (``(8, d, n)``) are work arrays."""
     d = h.shape[0]
     D, n = F0c.shape
     gd = gam[0, 0]
@@ -342,147 +519,214 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
     nk = WQm.shape[1]
     nv = WVm.shape[1]
     good = True
+    zc, zr, zs = ws[0:D], ws[D:2 * D], ws[2 * D:3 * D]
+    t = 3 * D
+    T1, T2, T3, La, Lb, s1 = ws[t], ws[t + 1], ws[t + 2], ws[t + 3], ws[t + 4], ws[t + 5]
+    Sc, Sr, Pc, Pr, w, X = ws[t + 6], ws[t + 7], ws[t + 8], ws[t + 9], ws[t + 10], ws[t + 11]
+    Ac, Ar, Ql, Qc, Qr = ws[t + 12], ws[t + 13], ws[t + 14], ws[t + 15], ws[t + 16]
+    TG, SG, PG, AG, QG = wG[0], wG[1], wG[2], wG[3], wG[4]
     # Z = F_0 + sum_i x_i F_i at the rows read: c = [1, x0] . [F0c; Fc], r = [1, |x0| + h] . [F0r; Fr]
     for q in rows:
         for k in range(n):
             c = F0c[q, k]
-            T = abs(c)
-            rr = F0r[q, k]
-            for i in range(d):
-                f = Fc[i, q, k]
-                c += x0[i] * f
-                T += abs(x0[i]) * abs(f)
-                rr += _up(abs(x0[i]) + h[i]) * Fr[i, q, k]
-                zG[q, k, i] = f
             zc[q, k] = c
-            zr[q, k] = _up(_mm_up(rr, gp, d + 1) + _mm_err(T, gp, cp, d + 1))
+            T1[k] = abs(c)
+            T2[k] = F0r[q, k]
+        for i in range(d):
+            xi = x0[i]
+            axi = abs(xi)
+            si = _up(axi + h[i])
+            for k in range(n):
+                f = Fc[i, q, k]
+                zc[q, k] += xi * f
+                T1[k] += axi * abs(f)
+                T2[k] += si * Fr[i, q, k]
+        for k in range(n):
+            zr[q, k] = _up(_mm_up(T2[k], gp, d + 1) + _mm_err(T1[k], gp, cp, d + 1))
+        if any_r:
+            _lin_tokens(Fc[:, q], h, gd, T3, n)
+            for k in range(n):
+                zs[q, k] = _up(_up(abs(zc[q, k]) + T3[k]) + zr[q, k])
     nq = cols.shape[0]
-    # the skip, at the query columns
     first = True
     if skip_m != 0.0 or skip_r != 0.0:
         for q in range(D):
             for jj in range(nq):
-                c, r = _scale_into(skip_m, skip_r, zc[q, cols[jj]], zG[q, cols[jj]], zr[q, cols[jj]], h, gd,
-                                   oG[q, jj])
+                for i in range(d):
+                    g1[i] = Fc[i, q, cols[jj]]
+                c, r = _scale_into(skip_m, skip_r, zc[q, cols[jj]], g1, zr[q, cols[jj]], h, gd, oG[q, jj])
                 oc[q, jj] = c
                 orr[q, jj] = r
         first = False
     for hd in range(WQm.shape[0]):
-        # Q at the query columns, K and V at every token
+        for a in range(nk):
+            _linear_tokens(WKm[hd, a], WKr[hd, a], has_r[hd, 1], rows, zc, zr, zs, Fc, h, gd, gD, cD, D,
+                           kc[a], kG[a], kr[a], T1, T2, T3, TG)
+        for a in range(nv):
+            _linear_tokens(WVm[hd, a], WVr[hd, a], has_r[hd, 2], rows, zc, zr, zs, Fc, h, gd, gD, cD, D,
+                           vc[a], vG[a], vr[a], T1, T2, T3, TG)
         for jj in range(nq):
-            tc[:, 0] = zc[:, cols[jj]]
-            tr[:, 0] = zr[:, cols[jj]]
-            tG[:, 0] = zG[:, cols[jj]]
+            j = cols[jj]
+            # Q at the query column
+            for q in range(D):
+                tc[q, 0] = zc[q, j]
+                tr[q, 0] = zr[q, j]
+                for i in range(d):
+                    tG[q, 0, i] = Fc[i, q, j]
             _linear(WQm[hd], WQr[hd], has_r[hd, 0], rows, tc[:, :1], tG[:, :1], tr[:, :1], h, gd, gD, cD, D,
-                    qc[:, jj:jj + 1], qG[:, jj:jj + 1], qr[:, jj:jj + 1], gbuf)
-        _linear(WKm[hd], WKr[hd], has_r[hd, 1], rows, zc, zG, zr, h, gd, gD, cD, D, kc, kG, kr, gbuf)
-        _linear(WVm[hd], WVr[hd], has_r[hd, 2], rows, zc, zG, zr, h, gd, gD, cD, D, vc, vG, vr, gbuf)
-        for jj in range(nq):
+                    qo[:, :1], qG3[:, :1], qro[:, :1], gbuf)
+            for a in range(nk):
+                qc[a] = qo[a, 0]
+                qr[a] = qro[a, 0]
+                for i in range(d):
+                    qG[a, i] = qG3[a, 0, i]
             # scores S_k = sum_a Q_a K_ak (bx.sum of the products), then / tau
             for k in range(n):
-                c = 0.0
-                Tc = 0.0
-                rs = 0.0
+                Sc[k] = 0.0
+                Sr[k] = 0.0
+                X[k] = 0.0
+            for i in range(d):
+                for k in range(n):
+                    SG[i, k] = 0.0
+                    AG[i, k] = 0.0
+            for a in range(nk):
+                la = _lin(qG[a], h, gd)
+                for k in range(n):
+                    Qc[k] = qc[a]
+                    Qr[k] = qr[a]
+                    Ql[k] = la
                 for i in range(d):
-                    gbuf[i] = 0.0
-                    gbuf[d + i] = 0.0
-                for a in range(nk):
-                    pc, pr = _mul_into(qc[a, jj], qG[a, jj], qr[a, jj], kc[a, k], kG[a, k], kr[a, k], h, gd, g1)
-                    c += pc
-                    Tc += abs(pc)
-                    rs += pr
-                    for i in range(d):
-                        gbuf[i] += g1[i]
-                        gbuf[d + i] += abs(g1[i])
-                r = _up(_up(rs * gk) + _sum_err(Tc, gk, ck))
-                s = 0.0
+                    for k in range(n):
+                        QG[i, k] = qG[a, i]
+                _lin_tokens(kG[a], h, gd, Lb, n)
+                _mul_tokens(Qc, QG, Qr, Ql, kc[a], kG[a], kr[a], Lb, h, gd, Pc, PG, Pr, s1, n)
+                for k in range(n):
+                    Sc[k] += Pc[k]
+                    X[k] += abs(Pc[k])
+                    Sr[k] += Pr[k]
                 for i in range(d):
-                    g1[i] = gbuf[i]
-                    s += _up(_sum_err(gbuf[d + i], gk, ck) * h[i])
-                r = _up(r + _up(s * gd))
-                if has_tau:
-                    c, r = _scale_into(tau_m, tau_r, c, g1, r, h, gd, g2)
-                    for i in range(d):
-                        g1[i] = g2[i]
-                sc[k] = c
-                sr[k] = r
+                    for k in range(n):
+                        SG[i, k] += PG[i, k]
+                        AG[i, k] += abs(PG[i, k])
+            for k in range(n):
+                s1[k] = 0.0
+            for i in range(d):
+                hi = h[i]
+                for k in range(n):
+                    s1[k] += _up(_sum_err(AG[i, k], gk, ck) * hi)
+            for k in range(n):
+                r = _up(_up(Sr[k] * gk) + _sum_err(X[k], gk, ck))
+                Sr[k] = _up(r + _up(s1[k] * gd))
+            if has_tau:
+                _lin_tokens(SG, h, gd, La, n)
+                for k in range(n):
+                    s1[k] = 0.0
                 for i in range(d):
-                    sG[k, i] = g1[i]
+                    hi = h[i]
+                    for k in range(n):
+                        g = tau_m * SG[i, k]
+                        SG[i, k] = g
+                        s1[k] += _up(_err(g) * hi)
+                for k in range(n):
+                    c0 = Sc[k]
+                    c = tau_m * c0
+                    r = _up(abs(tau_m) * Sr[k])
+                    if tau_r != 0.0:
+                        r = _up(r + _up(tau_r * _up(_up(abs(c0) + La[k]) + Sr[k])))
+                    r = _up(r + _err(c))
+                    Sc[k] = c
+                    Sr[k] = _up(r + _up(s1[k] * gd))
             # the shift: the largest centre and the softmax-weighted gradient (any exact affine model)
-            cm = sc[0]
+            cm = Sc[0]
             for k in range(1, n):
-                cm = _maximum(cm, sc[k])
+                cm = _maximum(cm, Sc[k])
+            for k in range(n):
+                X[k] = Sc[k] - cm
+            _exp_upper_array(X, w, n)
             tot = 0.0
             for k in range(n):
-                w[k] = math.exp(sc[k] - cm)
                 tot += w[k]
             for k in range(n):
                 v = w[k] / tot
-                w[k] = v if math.isfinite(v) else 0.0
+                w[k] = v if abs(v) < _INF else 0.0  # NaN and inf both give 0
             for i in range(d):
-                g2[i] = 0.0
+                a = 0.0
+                for k in range(n):
+                    a += SG[i, k] * w[k]
+                g2[i] = a
+            # the argument S_k - shift (bx.add with the exact shift), in place
             for k in range(n):
-                for i in range(d):
-                    g2[i] += sG[k, i] * w[k]
-            # E_k = exp(S_k - shift), in place of S; the row sum N
-            Nc = 0.0
-            NT = 0.0
-            Nr = 0.0
+                s1[k] = 0.0
             for i in range(d):
-                gbuf[i] = 0.0
-                gbuf[d + i] = 0.0
+                hi = h[i]
+                gm = g2[i]
+                for k in range(n):
+                    g = SG[i, k] - gm
+                    SG[i, k] = g
+                    s1[k] += _up(_err(g) * hi)
             for k in range(n):
-                c = sc[k] - cm
-                r = _up(sr[k] + 0.0)
-                r = _up(r + _err(c))
-                s = 0.0
-                for i in range(d):
-                    g = sG[k, i] - g2[i]
-                    g1[i] = g
-                    s += _up(_err(g) * h[i])
-                r = _up(r + _up(s * gd))
-                c, r = _exp_into(c, g1, r, h, gd, sG[k])
-                sc[k] = c
-                sr[k] = r
-                Nc += c
-                NT += abs(c)
-                Nr += r
-                for i in range(d):
-                    gbuf[i] += sG[k, i]
-                    gbuf[d + i] += abs(sG[k, i])
-            r = _up(_up(Nr * gn) + _sum_err(NT, gn, cn))
-            s = 0.0
+                c = Sc[k] - cm
+                r = _up(_up(Sr[k] + 0.0) + _err(c))
+                Sc[k] = c
+                Sr[k] = _up(r + _up(s1[k] * gd))
+            # E_k = e^{S_k - shift} (_exp_into), in place
+            _exp_arrays(Sc, Pc, Pr, n)  # lo, hi of e^c
+            _lin_tokens(SG, h, gd, La, n)  # U
+            for k in range(n):
+                X[k] = _up(La[k] + Sr[k])
+            _exp_upper_array(X, Lb, n)  # e^{U + r}
+            for k in range(n):
+                s1[k] = 0.0
             for i in range(d):
-                g1[i] = gbuf[i]
-                s += _up(_sum_err(gbuf[d + i], gn, cn) * h[i])
-            r = _up(r + _up(s * gd))
-            ic, ir, ok = _reciprocal_into(Nc, g1, r, h, gd, g2)
+                hi = h[i]
+                for k in range(n):
+                    g = SG[i, k] * Pr[k]
+                    SG[i, k] = g
+                    s1[k] += _up(_err(g) * hi)
+            for k in range(n):
+                lo = Pc[k]
+                hi = Pr[k]
+                ec = hi
+                er = _up(hi - lo)
+                U = La[k]
+                eUr = Lb[k]
+                Rmax = _minimum(_up(_up(_up(U * U) * 0.5) * eUr), _up(_up(eUr - 1.0) - U))
+                tt = Rmax * 0.5
+                tp = _maximum(tt, _up(Rmax - tt))
+                one_t = 1.0 + tt
+                c = ec * one_t
+                e_c = _up(_err(one_t) * ec + _err(c))
+                rem = _up(ec * tp)
+                rem = _up(rem + _up(er * _up(_up(1.0 + U) + Rmax)))
+                rem = _up(rem + _up(_up(hi * eUr) * Sr[k]))
+                rem = _up(rem + e_c)
+                Sc[k] = c
+                Sr[k] = _up(rem + _up(s1[k] * gd))
+            # the row sum N and 1/N
+            Nc, Nr = _sum_tokens(Sc, SG, Sr, h, gd, gn, cn, n, g1)
+            ic, ir, ok = _reciprocal_into(Nc, g1, Nr, h, gd, g2)
             if not ok:
                 good = False
-            # A_a = sum_k (E_k / N) V_ak
-            for a in range(nv):
-                Ac = 0.0
-                AT = 0.0
-                Ar = 0.0
-                for i in range(d):
-                    gbuf[i] = 0.0
-                    gbuf[d + i] = 0.0
+            # pi_k = E_k / N (the product with 1/N), then A_a = sum_k pi_k V_ak
+            li = _lin(g2, h, gd)
+            for k in range(n):
+                Qc[k] = ic
+                Qr[k] = ir
+                Ql[k] = li
+            for i in range(d):
                 for k in range(n):
-                    pc, pr = _mul_into(sc[k], sG[k], sr[k], ic, g2, ir, h, gd, g1)
-                    pc, pr = _mul_into(pc, g1, pr, vc[a, k], vG[a, k], vr[a, k], h, gd, g1)
-                    Ac += pc
-                    AT += abs(pc)
-                    Ar += pr
-                    for i in range(d):
-                        gbuf[i] += g1[i]
-                        gbuf[d + i] += abs(g1[i])
-                r = _up(_up(Ar * gn) + _sum_err(AT, gn, cn))
-                s = 0.0
+                    QG[i, k] = g2[i]
+            _lin_tokens(SG, h, gd, La, n)
+            _mul_tokens(Sc, SG, Sr, La, Qc, QG, Qr, Ql, h, gd, Sc, SG, Sr, s1, n)
+            _lin_tokens(SG, h, gd, La, n)
+            for a in range(nv):
+                _lin_tokens(vG[a], h, gd, Lb, n)
+                _mul_tokens(Sc, SG, Sr, La, vc[a], vG[a], vr[a], Lb, h, gd, Pc, PG, Pr, s1, n)
+                c, r = _sum_tokens(Pc, PG, Pr, h, gd, gn, cn, n, g1)
+                ac[a, jj] = c
+                ar[a, jj] = r
                 for i in range(d):
-                    aG[a, jj, i] = gbuf[i]
-                    s += _up(_sum_err(gbuf[d + i], gn, cn) * h[i])
-                ac[a, jj] = Ac
-                ar[a, jj] = _up(r + _up(s * gd))
+                    aG[a, jj, i] = g1[i]
         # the head's output W_O A, added to the layer's
         _linear(WOm[hd], WOr[hd], has_r[hd, 3], vrows, ac, aG, ar, h, gd, gv, cv, nv, tc[:, :nq],
                 tG[:, :nq], tr[:, :nq], gbuf)
@@ -491,7 +735,8 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 if first:
                     oc[q, jj] = tc[q, jj]
                     orr[q, jj] = tr[q, jj]
-                    oG[q, jj] = tG[q, jj]
+                    for i in range(d):
+                        oG[q, jj, i] = tG[q, jj, i]
                 else:
                     c, r = _add_into(oc[q, jj], oG[q, jj], orr[q, jj], tc[q, jj], tG[q, jj], tr[q, jj], h, gd,
                                      oG[q, jj])
@@ -508,11 +753,15 @@ def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_ta
     D, n = F0c.shape
     nq = cols.shape[0]
     nk, nv = WQm.shape[1], WVm.shape[1]
-    zc, zG, zr = np.zeros((D, n)), np.zeros((D, n, d)), np.zeros((D, n))
-    qc, qG, qr = np.zeros((nk, nq)), np.zeros((nk, nq, d)), np.zeros((nk, nq))
-    kc, kG, kr = np.zeros((nk, n)), np.zeros((nk, n, d)), np.zeros((nk, n))
-    vc, vG, vr = np.zeros((nv, n)), np.zeros((nv, n, d)), np.zeros((nv, n))
-    sc, sG, sr, w = np.zeros(n), np.zeros((n, d)), np.zeros(n), np.zeros(n)
+    any_r = False
+    for hd in range(has_r.shape[0]):
+        any_r = any_r or has_r[hd, 0] or has_r[hd, 1] or has_r[hd, 2]
+    ws = np.zeros((3 * D + 17, n))
+    wG = np.zeros((5, d, n))
+    qc, qG, qr = np.zeros(nk), np.zeros((nk, d)), np.zeros(nk)
+    qo, qG3, qro = np.zeros((nk, 1)), np.zeros((nk, 1, d)), np.zeros((nk, 1))
+    kc, kG, kr = np.zeros((nk, n)), np.zeros((nk, d, n)), np.zeros((nk, n))
+    vc, vG, vr = np.zeros((nv, n)), np.zeros((nv, d, n)), np.zeros((nv, n))
     ac, aG, ar = np.zeros((nv, nq)), np.zeros((nv, nq, d)), np.zeros((nv, nq))
     m = max(nq, 1)
     tc, tG, tr = np.zeros((D, m)), np.zeros((D, m, d)), np.zeros((D, m))
@@ -520,9 +769,9 @@ def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_ta
     vrows = np.arange(nv)
     for b in range(B):
         ok = _attention_box(x0[b], h[b], rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
-                            WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, zc, zG, zr, qc, qG, qr,
-                            kc, kG, kr, vc, vG, vr, sc, sG, sr, w, ac, aG, ar, tc, tG, tr,
-                            out_c[b], out_G[b], out_r[b], gbuf, g1, g2, vrows)
+                            WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, any_r, ws, wG, qc, qG, qr,
+                            kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, out_c[b], out_G[b], out_r[b],
+                            gbuf, g1, g2, vrows, qo, qG3, qro)
         if not ok:
             bad[b] = True
 
@@ -586,8 +835,9 @@ def _ffn_batch(h, zc, zG, zr, W1m, W1r, has1, b1m, b1r, has_b1, W2m, W2r, has2, 
                     out_r[b, q, j] = r
 
 
-_SCALARS = [_up, _down, _err, _maximum, _minimum, _mm_up, _mm_err, _sum_err, _taylor, _exp_upper, _exp_lower,
-            _lin, _linear, _scale_into, _add_into, _mul_into, _exp_into, _reciprocal_into, _attention_box]
+_SCALARS = [_up, _down, _err, _maximum, _minimum, _mm_up, _mm_err, _sum_err, _taylor, _scale2, _exp_upper, _exp_lower,
+            _lin, _linear, _scale_into, _add_into, _mul_into, _exp_into, _reciprocal_into, _exp_arrays, _exp_upper_array,
+            _lin_tokens, _linear_tokens, _mul_tokens, _sum_tokens, _attention_box]
 _BATCHES = [_attention_batch, _ffn_batch]
 
 if numba is not None:

@@ -251,24 +251,34 @@ def test_fused_kernel_property(seed, scale, tie):
 
 @needs_numba
 def test_exp_bounds_bit_for_bit():
-    """The kernel's scalar exp bounds are outward.py's, bit for bit, over the whole double range
-    and at the special values (so no contraction into fused multiply-adds happened)."""
+    """The kernel's exp bounds (scalar, and the loop bodies written out for vectorisation) are
+    outward.py's, bit for bit, over the whole double range and at the special values (so no
+    contraction into fused multiply-adds happened, and the branch-free scaling by 2^k rounds as
+    ldexp does, subnormal results included)."""
     rng = np.random.default_rng(5)
-    x = np.concatenate([rng.uniform(-800, 800, 4000), rng.uniform(-1, 1, 1000), rng.uniform(-746, -744, 500),
-                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 709.78, 709.8, -745.2, -745.1, 1e-300])])
+    x = np.concatenate([rng.uniform(-800, 800, 4000), rng.uniform(-1, 1, 1000), rng.uniform(-746, -700, 2000),
+                        rng.uniform(700, 710, 200),
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 709.78, 709.8, -745.2, -745.1, -745.3,
+                                  1e-300, -1e-300, 5e-324])])
 
     @fused_boxes.numba.njit
-    def both(v, up, lo):
+    def scalar(v, up, lo):
         for k in range(v.shape[0]):
             up[k] = fused_boxes._exp_upper(v[k])
             lo[k] = fused_boxes._exp_lower(v[k])
 
     up, lo = np.empty_like(x), np.empty_like(x)
-    both(x, up, lo)
+    up2, lo2, up3 = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    scalar(x, up, lo)
+    fused_boxes._exp_arrays(x, lo2, up2, len(x))
+    fused_boxes._exp_upper_array(x, up3, len(x))
     with np.errstate(all="ignore"):
         want_up, want_lo = fo.exp_upper(x), fo.exp_lower(x)
-    np.testing.assert_array_equal(up, want_up)
-    np.testing.assert_array_equal(lo, want_lo)
+    for got in (up, up2, up3):
+        np.testing.assert_array_equal(got, want_up)
+    for got in (lo, lo2):
+        np.testing.assert_array_equal(got, want_lo)
+    assert (lo2[np.isfinite(x) & (x < -745.2)] == 0).all() and (up2[x > 709.79] == np.inf).all()
 
 
 @needs_numba
