@@ -36,13 +36,15 @@ rounding is bounded by the same a-priori bounds (:mod:`symbounds.core.outward`, 
 The gradient-weighted shift of each softmax row is any exact affine function (the softmax does not
 depend on it), so it is computed in plain floats here as there.
 
-**One code path, chosen once.**  When numba cannot be imported, :func:`readout_model` returns
-None for every evaluator and the NumPy pass runs; when it can, the kernel serves every evaluator
-whose structure it covers (:func:`_plan`), and the others run the NumPy pass.
+**One code path, chosen once.**  When numba is not installed, :func:`readout_model` returns
+None for every evaluator and the NumPy pass runs; when it is, the kernel serves every evaluator
+whose structure it covers (:func:`_plan`), and the others run the NumPy pass.  numba is imported
+and the kernel compiled (or loaded from numba's cache) at the first box, not at import.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import weakref
 
@@ -50,15 +52,22 @@ import numpy as np
 
 from . import outward as fo
 
-try:  # the optional dependency (the ``fast`` extra)
-    import numba
-except ImportError:  # pragma: no cover - exercised in a subprocess by the tests
-    numba = None
-
 __all__ = ["ENABLED", "readout_model"]
 
-#: Whether the compiled kernel is used (numba importable); decided once, at import.
-ENABLED = numba is not None
+
+def _numba_present() -> bool:
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+#: Whether the compiled kernel is used (numba, the ``fast`` extra, is installed); decided once, at
+#: import.  numba itself is imported (about 1.5 s) and the kernel compiled or loaded from its cache
+#: only when a box first needs it (:func:`load`), so commands that evaluate no box do not pay.
+ENABLED = _numba_present()
+#: The numba module once :func:`load` has run (None before, or without numba).
+numba = None
 
 _FOUR_U = 2.0**-51
 _TWO_U = 2.0**-52
@@ -840,13 +849,26 @@ _SCALARS = [_up, _down, _err, _maximum, _minimum, _mm_up, _mm_err, _sum_err, _ta
             _lin_tokens, _linear_tokens, _mul_tokens, _sum_tokens, _attention_box]
 _BATCHES = [_attention_batch, _ffn_batch]
 
-if numba is not None:
-    # IEEE semantics: no fastmath (no contraction into fused multiply-adds, no reassociation, no
-    # flush to zero); error_model="numpy": a division by zero gives inf/NaN as in NumPy
-    _jit = numba.njit(cache=True, fastmath=False, error_model="numpy")
-    for _f in _SCALARS + _BATCHES:
-        globals()[_f.__name__] = _jit(_f)
-    del _f
+
+
+def load():
+    """Import numba and put the compiled functions in place of the Python ones (once); returns
+    the numba module, or None when it cannot be imported (then :data:`ENABLED` becomes False).
+
+    IEEE semantics: no ``fastmath`` (no contraction into fused multiply-adds, no reassociation,
+    no flush to zero); ``error_model="numpy"``: a division by zero gives inf or NaN as in NumPy."""
+    global numba, ENABLED
+    if numba is None and ENABLED:
+        try:
+            import numba as nb
+        except ImportError:  # pragma: no cover - a broken installation
+            ENABLED = False
+            return None
+        jit = nb.njit(cache=True, fastmath=False, error_model="numpy")
+        for f in _SCALARS + _BATCHES:
+            globals()[f.__name__] = jit(f)
+        numba = nb
+    return numba
 
 
 # ------------------------------------------------------------------------------------------
@@ -946,7 +968,7 @@ def readout_model(ev, x0, h):
     """``(c, G, r, bad)``: the readout's model over the boxes ``x0 +- h`` (shapes ``(B,)``,
     ``(B, d)``, ``(B,)``; ``bad[b]`` where a step could not be enclosed), or None when the kernel
     does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs."""
-    if not ENABLED:
+    if not ENABLED or load() is None:
         return None
     plan = _plan(ev)
     if plan is None:

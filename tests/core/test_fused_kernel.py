@@ -187,13 +187,13 @@ def check_fused_against_numpy_and_mpmath(seed: int, monkeypatch, n_boxes=6, n_po
     model = fused_network(rng, d, **kw)
     ev = evaluator(model)
     ev.setup()
-    assert fused_boxes._plan(ev) is not None, "the family must be one the kernel covers"
+    assert fused_boxes.load() is not None and fused_boxes._plan(ev) is not None, "the kernel must cover the family"
     boxes = _boxes(rng, d, n_boxes)
     decided = 0
     while boxes:
         k = rng.randint(1, len(boxes))
         batch, boxes = boxes[:k], boxes[k:]
-        fz = _enclose(ev, batch, fused_boxes.numba is not None, monkeypatch)
+        fz = _enclose(ev, batch, True, monkeypatch)
         nz = _enclose(ev, batch, False, monkeypatch)
         assert (fz[2] == nz[2]).all(), seed
         for b, box in enumerate(batch):
@@ -216,14 +216,14 @@ def check_fused_against_numpy_and_mpmath(seed: int, monkeypatch, n_boxes=6, n_po
 
 #: Outside CI, a machine without numba (the ``fast`` extra) skips the kernel's own tests; in CI
 #: (numba comes with the ``dev`` extra) they run, and fail if numba is missing.
-needs_numba = pytest.mark.skipif(fused_boxes.numba is None and not os.environ.get("CI"),
+needs_numba = pytest.mark.skipif(not fused_boxes.ENABLED and not os.environ.get("CI"),
                                  reason="numba not installed (the fast extra)")
 
 
 @needs_numba
 def test_fused_kernel_fixed_seeds(monkeypatch):
-    decided = sum(check_fused_against_numpy_and_mpmath(s, monkeypatch) for s in range(16))
-    assert decided >= 60
+    decided = sum(check_fused_against_numpy_and_mpmath(s, monkeypatch, n_points=1) for s in range(12))
+    assert decided >= 50
 
 
 @needs_numba
@@ -231,15 +231,15 @@ def test_fused_kernel_near_ties_and_large_scales(monkeypatch):
     """Two tokens with equal or 2^-40-apart key columns; queries times 64 and 512 (scores of
     hundreds: most softmax terms underflow below e^-745 on the far tokens)."""
     decided = 0
-    for s in range(8):
-        decided += check_fused_against_numpy_and_mpmath(100 + s, monkeypatch, tie=True)
-        decided += check_fused_against_numpy_and_mpmath(200 + s, monkeypatch, scale=64)
-        decided += check_fused_against_numpy_and_mpmath(300 + s, monkeypatch, scale=512, tie=True)
+    for s in range(6):
+        decided += check_fused_against_numpy_and_mpmath(100 + s, monkeypatch, n_points=1, tie=True)
+        decided += check_fused_against_numpy_and_mpmath(200 + s, monkeypatch, n_points=1, scale=64)
+        decided += check_fused_against_numpy_and_mpmath(300 + s, monkeypatch, n_points=1, scale=512, tie=True)
     assert decided >= 60
 
 
 @needs_numba
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**32), scale=st.sampled_from([1, 8, 256]), tie=st.booleans())
 def test_fused_kernel_property(seed, scale, tie):
     mp = pytest.MonkeyPatch()
@@ -261,7 +261,7 @@ def test_exp_bounds_bit_for_bit():
                         np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 709.78, 709.8, -745.2, -745.1, -745.3,
                                   1e-300, -1e-300, 5e-324])])
 
-    @fused_boxes.numba.njit
+    @fused_boxes.load().njit
     def scalar(v, up, lo):
         for k in range(v.shape[0]):
             up[k] = fused_boxes._exp_upper(v[k])
@@ -342,7 +342,7 @@ def test_without_numba_the_numpy_pass_runs():
         "from test_fused_kernel import fused_network, _boxes\n"
         "from symbounds.core import fused_boxes\n"
         "from symbounds.core.float_boxes import evaluator\n"
-        "assert not fused_boxes.ENABLED and fused_boxes.numba is None\n"
+        "assert not fused_boxes.ENABLED and fused_boxes.load() is None\n"
         "rng = random.Random(3); m = fused_network(rng, 2); ev = evaluator(m); ev.setup()\n"
         "bs = _boxes(rng, 2, 5)\n"
         "out = ev.enclose([b.lo for b in bs], [b.hi for b in bs])\n"
