@@ -968,10 +968,10 @@ def readout_model(ev, x0, h):
     """``(c, G, r, bad)``: the readout's model over the boxes ``x0 +- h`` (shapes ``(B,)``,
     ``(B, d)``, ``(B,)``; ``bad[b]`` where a step could not be enclosed), or None when the kernel
     does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs."""
-    if not ENABLED or load() is None:
+    if not ENABLED:
         return None
-    plan = _plan(ev)
-    if plan is None:
+    plan = _plan(ev)  # the structure first: numba is imported only for a model the kernel covers
+    if plan is None or load() is None:
         return None
     c, G, r, bad = plan.run(x0, h)
     j = plan.kept.index(ev.readout.column)
