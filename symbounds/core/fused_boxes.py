@@ -42,6 +42,10 @@ whose structure it covers (:func:`_plan`), and the others run the NumPy pass.  n
 and the kernel compiled (or loaded from numba's cache) at the first box, not at import.
 """
 
+# The selects ``a if a >= b else b`` and the NaN tests ``x != x`` are deliberate: they keep
+# NumPy's NaN semantics (Python's max and min do not) and compile to branch-free selects.
+# ruff: noqa: FURB136, PLR0124
+
 from __future__ import annotations
 
 import importlib.util
@@ -268,57 +272,6 @@ def _add_into(ac, aG, ar, bc, bG, br, h, gd, oG):
     return c, _up(r + _up(s * gd))
 
 
-def _mul_into(ac, aG, ar, bc, bG, br, h, gd, oG):
-    """``a b`` (``_Boxes.mul``): ``c = ca cb``, ``g = ga cb + gb ca``, remainder
-    ``|La||Lb| + ra (|cb| + Lb) + rb (|ca| + La) + ra rb`` plus the roundings."""
-    d = h.shape[0]
-    c = ac * bc
-    La = _lin(aG, h, gd)
-    Lb = _lin(bG, h, gd)
-    s = 0.0
-    for i in range(d):
-        p = aG[i] * bc
-        q = bG[i] * ac
-        g = p + q
-        e = _up(_up(_err(p) + _err(q)) + _err(g))
-        oG[i] = g
-        s += _up(e * h[i])
-    rem = _up(La * Lb)
-    rem = _up(rem + _up(ar * _up(abs(bc) + Lb)))
-    rem = _up(rem + _up(br * _up(abs(ac) + La)))
-    rem = _up(rem + _up(ar * br))
-    rem = _up(rem + _err(c))
-    return c, _up(rem + _up(s * gd))
-
-
-def _exp_into(ac, aG, ar, h, gd, oG):
-    """``e^a`` (``_Boxes.exp``): ``ec (1 + t) + ec <g, delta>`` and the remainder
-    ``ec t' + er (1 + U + Rmax) + e^c_hi e^{U + r} r``."""
-    d = h.shape[0]
-    lo = _exp_lower(ac)
-    hi = _exp_upper(ac)
-    ec = hi
-    er = _up(hi - lo)
-    U = _lin(aG, h, gd)
-    eUr = _exp_upper(_up(U + ar))
-    Rmax = _minimum(_up(_up(_up(U * U) * 0.5) * eUr), _up(_up(eUr - 1.0) - U))
-    t = Rmax * 0.5
-    tp = _maximum(t, _up(Rmax - t))
-    one_t = 1.0 + t
-    c = ec * one_t
-    e_c = _up(_err(one_t) * ec + _err(c))
-    s = 0.0
-    for i in range(d):
-        g = aG[i] * ec
-        oG[i] = g
-        s += _up(_err(g) * h[i])
-    rem = _up(ec * tp)
-    rem = _up(rem + _up(er * _up(_up(1.0 + U) + Rmax)))
-    rem = _up(rem + _up(_up(hi * eUr) * ar))
-    rem = _up(rem + e_c)
-    return c, _up(rem + _up(s * gd))
-
-
 def _reciprocal_into(bc, bG, br, h, gd, oG):
     """``1/b`` (``_Boxes.reciprocal``): ``1/c - g/c^2`` plus ``r/c^2 + (L + r)^2 / min|b|^3``;
     returns ``(c, r, ok)``, ``ok`` False where the range of ``b`` contains 0."""
@@ -463,8 +416,10 @@ def _linear_tokens(w, wr, has_r, rows, zc, zr, zs, Fc, h, gd, gD, cD, nD, oc, oG
 
 
 def _mul_tokens(ac, aG, ar, La, bc, bG, br, Lb, h, gd, oc, oG, orr, s, n):
-    """``a_k b_k`` at every token (:func:`_mul_into`), ``a`` and ``b`` of shapes ``(n,)``,
-    gradients ``(d, n)``, their ``lin`` given (``La``, ``Lb``); ``oG`` may be ``aG``."""
+    """``a_k b_k`` at every token (``_Boxes.mul``): ``c = ca cb``, ``g = ga cb + gb ca``, remainder
+    ``|La||Lb| + ra (|cb| + Lb) + rb (|ca| + La) + ra rb`` plus the roundings of ``c`` and ``g``;
+    ``a`` and ``b`` of shapes ``(n,)``, gradients ``(d, n)``, their ``lin`` given (``La``,
+    ``Lb``); the output may be ``a`` itself."""
     for k in range(n):
         s[k] = 0.0
     for i in range(h.shape[0]):
@@ -532,7 +487,7 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
     t = 3 * D
     T1, T2, T3, La, Lb, s1 = ws[t], ws[t + 1], ws[t + 2], ws[t + 3], ws[t + 4], ws[t + 5]
     Sc, Sr, Pc, Pr, w, X = ws[t + 6], ws[t + 7], ws[t + 8], ws[t + 9], ws[t + 10], ws[t + 11]
-    Ac, Ar, Ql, Qc, Qr = ws[t + 12], ws[t + 13], ws[t + 14], ws[t + 15], ws[t + 16]
+    Ql, Qc, Qr = ws[t + 14], ws[t + 15], ws[t + 16]
     TG, SG, PG, AG, QG = wG[0], wG[1], wG[2], wG[3], wG[4]
     # Z = F_0 + sum_i x_i F_i at the rows read: c = [1, x0] . [F0c; Fc], r = [1, |x0| + h] . [F0r; Fr]
     for q in rows:
@@ -678,7 +633,8 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 r = _up(_up(Sr[k] + 0.0) + _err(c))
                 Sc[k] = c
                 Sr[k] = _up(r + _up(s1[k] * gd))
-            # E_k = e^{S_k - shift} (_exp_into), in place
+            # E_k = e^{S_k - shift} (_Boxes.exp: ec (1 + t) + ec <g, delta>, remainder
+            # ec t' + er (1 + U + Rmax) + e^c_hi e^{U + r} r), in place
             _exp_arrays(Sc, Pc, Pr, n)  # lo, hi of e^c
             _lin_tokens(SG, h, gd, La, n)  # U
             for k in range(n):
@@ -845,7 +801,7 @@ def _ffn_batch(h, zc, zG, zr, W1m, W1r, has1, b1m, b1r, has_b1, W2m, W2r, has2, 
 
 
 _SCALARS = [_up, _down, _err, _maximum, _minimum, _mm_up, _mm_err, _sum_err, _taylor, _scale2, _exp_upper, _exp_lower,
-            _lin, _linear, _scale_into, _add_into, _mul_into, _exp_into, _reciprocal_into, _exp_arrays, _exp_upper_array,
+            _lin, _linear, _scale_into, _add_into, _reciprocal_into, _exp_arrays, _exp_upper_array,
             _lin_tokens, _linear_tokens, _mul_tokens, _sum_tokens, _attention_box]
 _BATCHES = [_attention_batch, _ffn_batch]
 
@@ -943,7 +899,7 @@ class _Plan:
         return c, np.moveaxis(G, 3, 1), r, bad
 
 
-_PLANS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _plan(ev):
