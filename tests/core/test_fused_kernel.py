@@ -367,3 +367,33 @@ def test_without_numba_the_numpy_pass_runs():
     finally:
         mp.undo()
     assert got == [a.tolist() for a in want]
+
+
+@needs_numba
+@pytest.mark.parametrize("seed", range(4))
+def test_token_sum_covers_its_rounding_exactly(seed):
+    """``_sum_tokens`` (the softmax row sum and the weighted values) on terms made to lose bits:
+    with exact rationals, the model ``c + <G, delta> +- r`` it returns must cover the exact sum of
+    the terms' models: ``|sum c_k - c| + sum_i |sum_k G_ik - G_i| h_i + sum_k r_k <= r``.  A one
+    followed by 2^-53's rounds every small term away (ties to even), so a missing factor
+    ``1 + 2nu`` on any of the three sums shows; seed 0 puts the lossy terms in ``r`` alone."""
+    fused_boxes.load()
+    rng = np.random.default_rng(seed)
+    n, d = 200, 2
+    lossy = np.concatenate([[1.0], np.full(n - 1, 2.0**-53)])
+    zero = np.zeros(n)
+    if seed == 0:
+        c, r, G = zero, lossy.copy(), np.zeros((d, n))
+    elif seed == 1:
+        c, r, G = zero, zero.copy(), np.vstack([lossy, zero])
+    else:
+        c, r = lossy * rng.choice([-1.0, 1.0]), lossy[::-1].copy()
+        G = np.vstack([lossy, rng.uniform(-1, 1, n)])
+    h = np.array([0.5, 2.0**-30])
+    gam = fused_boxes._gamma(n)
+    gd = fused_boxes._gamma(d)[0]
+    oG = np.zeros(d)
+    sc, sr = fused_boxes._sum_tokens(c, G, r, h, gd, gam[0], gam[1], n, oG)
+    need = abs(sum(F(v) for v in c) - F(sc)) + sum(F(v) for v in r)
+    need += sum(abs(sum(F(v) for v in G[i]) - F(oG[i])) * F(h[i]) for i in range(d))
+    assert need <= F(sr), (float(need), sr)
