@@ -123,7 +123,7 @@ def main():
         K = sl.constants(inst)
         model = model_from_json(model_to_json(sl.build(K), 192))
         ev = float_evaluator(model, 128)
-        assert fused_boxes._plan(ev) is not None
+        assert fused_boxes._plan(ev, ev._prefix, ev._rows_read) is not None
         ev.enclose(lo[:2], hi[:2])  # compile or load the kernel
         tn, tf = [], []
         for r in range(args.rounds):
@@ -133,7 +133,7 @@ def main():
         a, b = min(tn), min(tf)
         # the kernel alone: the boxes' float centres and half-widths made once, outside the timing
         x0, h = _centres(lo, hi)
-        plan = fused_boxes._plan(ev)
+        plan = fused_boxes._plan(ev, ev._prefix, ev._rows_read)
         tk = []
         for _ in range(args.rounds):
             t = time.process_time()

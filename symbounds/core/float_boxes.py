@@ -518,7 +518,7 @@ class FloatBoxEvaluator:
 
     def _batch(self, x0, h):
         bx = _Boxes(h)
-        fused = fused_boxes.readout_model(self, x0, h)  # the compiled pass, where it applies
+        fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read)  # compiled, where it applies
         if fused is not None:
             T = FTM(*fused[:3])
             bx.bad |= fused[3]

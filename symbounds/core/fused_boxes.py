@@ -52,6 +52,7 @@ import importlib.util
 import math
 import weakref
 
+import flint
 import numpy as np
 
 from . import outward as fo
@@ -78,17 +79,37 @@ _TWO_U = 2.0**-52
 _ETA = fo.ETA
 _NAN = math.nan
 _INF = math.inf
-_X_MIN, _X_MAX, _MAXD = fo._X_MIN, fo._X_MAX, fo._MAX
-_C1, _C2LO, _C2HI = fo._LN2_C1, fo._LN2_C2LO, fo._LN2_C2HI
+# The constants of outward.py's exp bounds (the same values: the tests check the bounds bit for
+# bit against outward.exp_lower / exp_upper over the whole double range).
+_X_MIN, _X_MAX, _MAXD = -745.2, 709.79, float(np.finfo(np.float64).max)
+_C1 = float.fromhex("0x1.62e42fee00000p-1")  # ln 2 with its last 21 bits cleared (Cody and Waite)
+
+
+def _ln2_rest() -> tuple[float, float]:
+    """Adjacent doubles ``C2lo < ln 2 - C1 < C2hi``, decided in 200-bit balls."""
+    with flint.ctx.workprec(200):
+        rest = flint.arb(2).log() - flint.arb(_C1)
+        mid = float(rest.mid())
+        lo, hi = float(np.nextafter(mid, -1.0)), float(np.nextafter(mid, 1.0))
+        assert flint.arb(lo) < rest < flint.arb(hi)
+    return lo, hi
+
+
+_C2LO, _C2HI = _ln2_rest()
 _LN2 = _C1 + _C2LO
-_UP_REL, _DOWN_REL = fo._UP_REL, fo._DOWN_REL
-_TOP = fo._COEFFS[-1]
-_HORNER = np.array(list(reversed(fo._COEFFS[:-1])), dtype=np.float64)
+_REL = 2.0**-44  # the polynomial's relative error bound (outward.py: below 2^-47, taken as 2^-44)
+_UP_REL, _DOWN_REL = float(np.nextafter(1.0 + _REL, 2.0)), float(np.nextafter(1.0 - _REL, 0.0))
+_COEFFS = [1.0 / math.factorial(j) for j in range(14)]  # degree 13
+_TOP = _COEFFS[-1]
+_HORNER = np.array(list(reversed(_COEFFS[:-1])), dtype=np.float64)
 
 
 def _gamma(n: int) -> tuple[float, float]:
-    """``(g_n, c_n)``: ``g_n >= 1 / (1 - gamma_n)`` and ``c_n = up(2 n u)``, as in outward.py."""
-    return fo._gamma_factor(n), float(fo.up(2 * n * fo.U))
+    """``(g_n, c_n)``: ``g_n = up(1 + 2nu) >= 1 / (1 - gamma_n)`` (for ``nu <= 1/4``) and
+    ``c_n = up(2nu)``, the factors of outward.py's sums."""
+    if n * fo.U > 0.25:
+        raise ValueError(f"a sum of {n} terms is too long for the float64 error bound")
+    return float(fo.up(1.0 + 2 * n * fo.U)), float(fo.up(2 * n * fo.U))
 
 
 # ------------------------------------------------------------------------------------------
@@ -833,12 +854,12 @@ def load():
 class _Plan:
     """The arrays the kernel reads for one evaluator (built once)."""
 
-    def __init__(self, ev, att_index):
+    def __init__(self, ev, att_index, maps, rows):
         d = ev.d
-        F0c, F0r, Fc, Fr = ev._prefix()
+        F0c, F0r, Fc, Fr = maps
         self.F = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in (F0c, F0r, Fc, Fr))
         D, n = F0c.shape
-        self.rows = np.array(ev._rows_read(), dtype=np.int64)
+        self.rows = np.array(rows, dtype=np.int64)
         self.cols = np.array(ev.needed[att_index], dtype=np.int64)
         _, heads, skip, tau = ev.layers[att_index]
         mats = [m for _, m, _, _ in heads]
@@ -902,10 +923,12 @@ class _Plan:
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _plan(ev):
+def _plan(ev, prefix_maps, rows_read):
     """The kernel's plan for a :class:`~symbounds.core.float_boxes.FloatBoxEvaluator`, or None
     when its pass after the prefix is not one attention layer pruned to the readout's columns
-    (with at least one head, all of one shape) followed only by feed-forward layers."""
+    (with at least one head, all of one shape) followed only by feed-forward layers.
+    ``prefix_maps()`` gives the prefix ``(F0c, F0r, Fc, Fr)`` and ``rows_read()`` the rows of the
+    state after it that the next layer reads (the evaluator's own, called once)."""
     if ev in _PLANS:
         return _PLANS[ev]
     plan = None
@@ -915,18 +938,19 @@ def _plan(ev):
         shapes = {tuple(m[0].shape for m in ms) for _, ms, _, _ in heads}
         rest = ev.layers[i + 1:]
         if heads and len(shapes) == 1 and all(layer[0] == "ffn" for layer in rest):
-            plan = _Plan(ev, i)
+            plan = _Plan(ev, i, prefix_maps(), rows_read())
     _PLANS[ev] = plan
     return plan
 
 
-def readout_model(ev, x0, h):
+def readout_model(ev, x0, h, prefix_maps, rows_read):
     """``(c, G, r, bad)``: the readout's model over the boxes ``x0 +- h`` (shapes ``(B,)``,
     ``(B, d)``, ``(B,)``; ``bad[b]`` where a step could not be enclosed), or None when the kernel
-    does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs."""
+    does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs.
+    ``prefix_maps``, ``rows_read``: as for :func:`_plan`."""
     if not ENABLED:
         return None
-    plan = _plan(ev)  # the structure first: numba is imported only for a model the kernel covers
+    plan = _plan(ev, prefix_maps, rows_read)  # the structure first: numba is imported only for a model the kernel covers
     if plan is None or load() is None:
         return None
     c, G, r, bad = plan.run(x0, h)

@@ -173,6 +173,10 @@ def _points(rng, box, k):
     return corners + [box.centre] + inner
 
 
+def plan_of(ev):
+    return fused_boxes._plan(ev, ev._prefix, ev._rows_read)
+
+
 def _enclose(ev, boxes, fused: bool, monkeypatch):
     monkeypatch.setattr(fused_boxes, "ENABLED", fused)
     return ev.enclose([b.lo for b in boxes], [b.hi for b in boxes])
@@ -187,7 +191,7 @@ def check_fused_against_numpy_and_mpmath(seed: int, monkeypatch, n_boxes=6, n_po
     model = fused_network(rng, d, **kw)
     ev = evaluator(model)
     ev.setup()
-    assert fused_boxes.load() is not None and fused_boxes._plan(ev) is not None, "the kernel must cover the family"
+    assert fused_boxes.load() is not None and plan_of(ev) is not None, "the kernel must cover the family"
     boxes = _boxes(rng, d, n_boxes)
     decided = 0
     while boxes:
@@ -304,7 +308,7 @@ def test_tampered_network_is_seen(monkeypatch):
             continue  # the changed weight multiplies (nearly) nothing at x
         ev = evaluator(tampered)
         ev.setup()
-        assert fused_boxes._plan(ev) is not None
+        assert plan_of(ev) is not None
         lo, hi, ok, *_ = _enclose(ev, [Box(x, x)], True, monkeypatch)
         assert ok[0]
         assert lo[0] <= vt + MARGIN and vt - MARGIN <= hi[0]
@@ -320,7 +324,7 @@ def test_numpy_fallback_is_sound(monkeypatch):
     ev = evaluator(model)
     ev.setup()
     monkeypatch.setattr(fused_boxes, "ENABLED", False)
-    assert fused_boxes.readout_model(ev, np.zeros((1, 2)), np.zeros((1, 2))) is None
+    assert fused_boxes.readout_model(ev, np.zeros((1, 2)), np.zeros((1, 2)), ev._prefix, ev._rows_read) is None
     boxes = _boxes(rng, 2, 6)
     lo, hi, ok, *_ = ev.enclose([b.lo for b in boxes], [b.hi for b in boxes])
     assert ok.sum() >= 3
