@@ -401,3 +401,26 @@ def test_token_sum_covers_its_rounding_exactly(seed):
     need = abs(sum(F(v) for v in c) - F(sc)) + sum(F(v) for v in r)
     need += sum(abs(sum(F(v) for v in G[i]) - F(oG[i])) * F(h[i]) for i in range(d))
     assert need <= F(sr), (float(need), sr)
+
+
+@needs_numba
+@pytest.mark.parametrize("c, G, r", [(3.7, (0.3, -0.2), 0.01), (-2.5, (0.1, 0.4), 0.05), (0.75, (-0.05, 0.02), 0.0)])
+def test_reciprocal_model_covers_one_over_b_exactly(c, G, r):
+    """``_reciprocal_into`` against exact rationals: for ``b = c + <G, delta> + e`` (``|e| <= r``)
+    at the corners and inside points of the box, ``|1/b - (q + <g, delta>)| <= R``; positive and
+    negative ranges, values far from 1 (a softmax row sum is often near 1, where ``g = -G/c^2``
+    and ``-G c^2`` nearly agree)."""
+    fused_boxes.load()
+    h = np.array([0.1, 0.2])
+    gd = fused_boxes._gamma(2)[0]
+    bG, oG = np.array(G), np.zeros(2)
+    q, R, ok = fused_boxes._reciprocal_into(c, bG, r, h, gd, oG)
+    assert ok
+    rng = random.Random(1)
+    pts = [(s1, s2) for s1 in (-1, 1) for s2 in (-1, 1)] + [(rng.uniform(-1, 1), rng.uniform(-1, 1)) for _ in range(6)]
+    for s1, s2 in pts:
+        delta = (F(s1) * F(h[0]), F(s2) * F(h[1]))
+        for e in (-F(r), F(0), F(r)):
+            b = F(c) + F(G[0]) * delta[0] + F(G[1]) * delta[1] + e
+            model = F(q) + F(oG[0]) * delta[0] + F(oG[1]) * delta[1]
+            assert abs(1 / b - model) <= F(R), (c, G, r, delta, e)
