@@ -27,16 +27,17 @@ else (hardmax attention, token input) makes :func:`evaluator` return None, and t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
 import flint
 import numpy as np
 import sympy
 
+from . import fused_boxes
 from . import outward as fo
 from .contexts import BallContext
 from .exact import arb_to_fraction, as_fraction
+from .float_layers import FloatAttention, FloatFeedForward, FloatHead
 from .network import Attention
 from .transformer import Transformer
 
@@ -280,41 +281,6 @@ def _matrix(M, conv):
     return Wm, (Wr if Wr.any() else None)
 
 
-@dataclass(frozen=True, eq=False)
-class FloatHead:
-    """One head's weights as float balls ``(Wm, Wr)``; ``const``: its scores are input independent;
-    ``value_columns``: the tokens whose values can be nonzero (first layer only, else None)."""
-
-    index: int
-    W_Q: tuple
-    W_K: tuple
-    W_V: tuple
-    W_O: tuple
-    const: bool
-    value_columns: list | None
-
-
-@dataclass(frozen=True, eq=False)
-class FloatAttention:
-    """An attention layer's non-silent heads, skip weight and ``1/tau`` (None) as float balls."""
-
-    heads: tuple
-    skip: tuple
-    tau: tuple | None
-
-
-@dataclass(frozen=True, eq=False)
-class FloatFeedForward:
-    """A feed-forward layer's weights as float balls, and its linear ReLU pairs."""
-
-    W1: tuple
-    b1: tuple
-    W2: tuple
-    b2: tuple
-    skip: tuple
-    pairs: tuple
-
-
 class FloatBoxEvaluator:
     """One model's weights as float balls, its affine prefix as float intervals, and the box pass.
 
@@ -554,12 +520,17 @@ class FloatBoxEvaluator:
 
     def _batch(self, x0, h):
         bx = _Boxes(h)
-        with np.errstate(all="ignore"):
-            Z = self._from_prefix(bx, x0) if self.prefix > 0 else self._embed(bx, x0)
-        Z, kept = self._run(bx, Z, self.prefix, len(self.layers), prune=True, shared_scores=False)
-        ro = self.readout
-        j = ro.column if kept is None else kept.index(ro.column)
-        T = Z[ro.row, j]
+        fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read)  # compiled, where it applies
+        if fused is not None:
+            T = FTM(*fused[:3])
+            bx.bad |= fused[3]
+        else:
+            with np.errstate(all="ignore"):
+                Z = self._from_prefix(bx, x0) if self.prefix > 0 else self._embed(bx, x0)
+            Z, kept = self._run(bx, Z, self.prefix, len(self.layers), prune=True, shared_scores=False)
+            ro = self.readout
+            j = ro.column if kept is None else kept.index(ro.column)
+            T = Z[ro.row, j]
         lo, hi = bx.range(T)
         # the input whose linear term widens the output most, if it does so at least twice as much
         # as the widest side's (else the widest side; -1: no gradient)

@@ -51,9 +51,9 @@ from dataclasses import replace
 import numpy as np
 
 from . import outward as fo
-from .float_boxes import (FTM, Boxes, FloatBoxEvaluator, FloatFeedForward, add_bias, attention_layer, centres, embed,
-                          ffn_layer)
+from .float_boxes import FTM, Boxes, FloatBoxEvaluator, add_bias, attention_layer, centres, embed, ffn_layer
 from .float_boxes import evaluator as _float_evaluator
+from .float_layers import FloatFeedForward
 from .linear_attention import absorb as _absorb
 from .linear_attention import head_records, heads_backward
 from .linear_attention import lower_dot as _lin_lower
@@ -215,9 +215,6 @@ class LinearBoundEvaluator:
         W1, b1, W2, b2, skip, pairs = layer.W1, layer.b1, layer.W2, layer.b2, layer.skip, layer.pairs
         H = add_bias(bx, bx.linear(W1, Z), b1)
         tl, tu = bx.range(H)
-        Hd, n = H.c.shape[1:]
-        D = Z.c.shape[1]
-        B = Z.c.shape[0]
         cl, cu = self._affine_ranges(W1, b1, i)
         rec = _Ffn()
         rec.W1, rec.b1, rec.W2, rec.b2, rec.skip, rec.pairs = W1, b1, W2, b2, skip, pairs
