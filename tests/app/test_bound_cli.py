@@ -256,7 +256,8 @@ def test_spec_timeout_is_undecided_with_a_partial_report(tmp_path, capsys):
     code, out, _ = run(capsys, *argv, "--json", "--quiet")
     data = json.loads(out)
     assert code == 3 and data["verdict"] == "undecided" and data["stopped"] == "timeout"
-    assert data["boxes"] > 1 and data["undecided_boxes"] >= 1 and 0 <= Fraction(data["proved_fraction"]) < 1
+    # on a loaded machine the 2 s may end after the first box: what was done so far is reported either way
+    assert data["boxes"] >= 1 and data["undecided_boxes"] >= 1 and 0 <= Fraction(data["proved_fraction"]) < 1
     assert 2 <= float(data["seconds"]) < 8
     code, out, _ = run(capsys, *argv, "--quiet")
     assert code == 3 and "stopped by the timeout" in out and "verdict: undecided (timeout)" in out
