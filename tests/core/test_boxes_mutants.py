@@ -1,0 +1,118 @@
+"""Tests written for the fifth mutation pass over ``symbounds/core/boxes.py`` (docs/mutation-testing.md,
+"Fifth pass: the rest of boxes.py"): each compares a piece of the box search with a hand-worked
+case or an independent computation (exact rationals, a canonical JSON text written out, the SHA-256
+of Python's ``hashlib``), so that an edit of the piece fails here."""
+
+import hashlib
+import re
+from fractions import Fraction as F
+
+import pytest
+
+from symbounds.core.boxes import Box, CertifyResult, _initial_boxes, _split_axis, digest
+
+
+def B(lo, hi):
+    return Box(tuple(map(F, lo)), tuple(map(F, hi)))
+
+
+# ------------------------------------------------------------------------------------------
+# Box
+
+
+def test_a_box_splits_at_the_middle_of_its_widest_side_the_first_of_equals():
+    box = B((0, F(1, 4)), (F(1, 2), 1))  # widths 1/2 and 3/4: the second is the widest
+    assert box.split() == (B((0, F(1, 4)), (F(1, 2), F(5, 8))), B((0, F(5, 8)), (F(1, 2), 1)))
+    assert box.split(0) == (B((0, F(1, 4)), (F(1, 4), 1)), B((F(1, 4), F(1, 4)), (F(1, 2), 1)))
+    square = B((0, 0, 0), (F(1, 2), F(1, 2), F(1, 4)))  # the first two are equally wide: the first
+    assert square.split() == (B((0, 0, 0), (F(1, 4), F(1, 2), F(1, 4))), B((F(1, 4), 0, 0), (F(1, 2), F(1, 2), F(1, 4))))
+    third = B((0, 0, 0), (F(1, 4), F(1, 4), F(1, 2)))  # the last is the widest
+    assert third.split() == (B((0, 0, 0), (F(1, 4), F(1, 4), F(1, 4))), B((0, 0, F(1, 4)), (F(1, 4), F(1, 4), F(1, 2))))
+    assert third.split(1) == (B((0, 0, 0), (F(1, 4), F(1, 8), F(1, 2))), B((0, F(1, 8), 0), (F(1, 4), F(1, 4), F(1, 2))))
+    for b in (box, square, third):  # the halves tile the box: their volumes add up
+        left, right = b.split()
+        assert left.volume() + right.volume() == b.volume()
+
+
+def test_a_box_knows_its_width_volume_and_json():
+    box = B((F(1, 3), 0), (F(1, 2), F(1, 4)))
+    assert box.width() == F(1, 4)  # the widest side, not the first (1/6)
+    assert B((0, 0), (F(1, 2), F(1, 8))).width() == F(1, 2)
+    assert box.volume() == F(1, 6) * F(1, 4)
+    assert isinstance(box.volume(), F)
+    assert B((0, 0, 0), (1, 1, 1)).volume() == 1
+    assert box.as_json() == {"lo": ["1/3", "0"], "hi": ["1/2", "1/4"]}
+
+
+def test_the_initial_boxes_are_the_grid_of_the_cube():
+    third = [F(0), F(1, 3), F(2, 3), F(1)]
+    assert _initial_boxes(1, 3) == [Box((third[i],), (third[i + 1],)) for i in range(3)]
+    h = [F(0), F(1, 2), F(1)]
+    assert _initial_boxes(2, 2) == [Box((h[0], h[0]), (h[1], h[1])), Box((h[0], h[1]), (h[1], h[2])),
+                                    Box((h[1], h[0]), (h[2], h[1])), Box((h[1], h[1]), (h[2], h[2]))]
+    assert _initial_boxes(3, 1) == [B((0, 0, 0), (1, 1, 1))]
+    assert len(_initial_boxes(3, 4)) == 64 and sum(b.volume() for b in _initial_boxes(3, 4)) == 1
+
+
+def test_the_side_to_halve_is_the_gradients_unless_far_narrower_than_the_widest():
+    box = B((0, 0), (F(1, 2), F(1, 8)))  # the widest side is exactly 4 times the second
+    assert _split_axis(box, 1, "gradient") == 1
+    assert _split_axis(box, 0, "gradient") == 0
+    assert _split_axis(B((0, 0), (F(1, 2), F(1, 9))), 1, "gradient") is None  # more than 4 times
+    assert _split_axis(box, None, "gradient") is None
+    assert _split_axis(box, 1, "widest") is None
+
+
+def test_the_digest_is_the_sha256_of_the_canonical_json_text():
+    obj = {"b": [1, F(1, 2).numerator], "a": {"z": "x", "y": 2.5}}
+    text = '{"a":{"y":2.5,"z":"x"},"b":[1,1]}'  # keys sorted, no spaces
+    assert digest(obj) == hashlib.sha256(text.encode()).hexdigest()
+    assert digest({"a": 1}) != digest({"a": 2})
+
+
+# ------------------------------------------------------------------------------------------
+# the result's reprs
+
+
+def _result(verdict="proved", max_bound=F(1, 3), counterexample=None, undecided=0):
+    boxes = [(B((0,), (F(1, 2),)), F(1, 3)), (B((F(1, 2),), (1,)), F(1, 4))]
+    return CertifyResult(verdict, boxes, max_bound, counterexample, [B((0,), (1,))] * undecided, 1.26, 7)
+
+
+def test_the_result_repr_is_one_line_with_the_counts_and_the_bound_rounded_up():
+    assert repr(_result()) == ("CertifyResult(proved: 2 boxes proved, 0 undecided, 7 evaluated, "
+                               "sup |T - g| <= 0.33333334, 1.3 s)")
+    assert repr(_result("undecided", None, undecided=3)) == (
+        "CertifyResult(undecided: 2 boxes proved, 3 undecided, 7 evaluated, sup |T - g| <= -, 1.3 s)")
+    refuted = _result("refuted", F(1, 4), {"x": ["1/2", "3/4"], "error": "[0.5 +/- 1e-20]"})
+    assert repr(refuted) == ("CertifyResult(refuted: 2 boxes proved, 0 undecided, 7 evaluated, "
+                             "sup |T - g| <= 0.25, counterexample at x = (1/2, 3/4), 1.3 s)")
+    long = repr(_result("refuted", F(1, 4), {"x": ["12345678901234567/98765432109876543"] * 20, "error": ""}))
+    assert len(long) == 300 and long.endswith("...)")  # cut to the display limit
+
+
+def test_the_result_latex_and_html_show_the_verdict_counts_and_bound():
+    assert _result()._repr_latex_() == (r"$$\sup_{x} |T(x) - g(x)| \le 0.33333334 \quad "
+                                        r"\text{proved: 2 boxes proved, 0 undecided}$$")
+    assert _result("undecided", None, undecided=1)._repr_latex_() == (
+        r"$$\sup_{x} |T(x) - g(x)| \le \text{-} \quad \text{undecided: 2 boxes proved, 1 undecided}$$")
+
+    def table(html):
+        caption = re.findall(r"<caption[^>]*>(.*?)</caption>", html)
+        head = re.findall(r"<th [^>]*>(.*?)</th>", html)
+        rows = [re.findall(r"<td [^>]*>(.*?)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", html)]
+        return caption, head, [r for r in rows if r]
+
+    assert table(_result()._repr_html_()) == (["whole-domain certificate"], ["", ""], [
+        ["verdict", "<b>proved</b>"], ["boxes proved", "2"], ["undecided boxes", "0"], ["boxes evaluated", "7"],
+        ["largest certified bound", "0.33333334"], ["time", "1.3 s"]])
+    refuted = _result("refuted", None, {"x": ["1/2", "3/4"], "error": "[0.5 +/- 1e-20]"}, undecided=2)
+    assert table(refuted._repr_html_()) == (["whole-domain certificate"], ["", ""], [
+        ["verdict", "<b>refuted</b>"], ["boxes proved", "2"], ["undecided boxes", "2"], ["boxes evaluated", "7"],
+        ["largest certified bound", "-"], ["time", "1.3 s"], ["counterexample x", "1/2, 3/4"]])
+
+
+@pytest.mark.parametrize("ce", [None, {}])
+def test_no_counterexample_is_shown_when_there_is_none(ce):
+    r = _result("proved", F(1, 3), ce)
+    assert "counterexample" not in repr(r) and "counterexample" not in r._repr_html_()
