@@ -116,3 +116,85 @@ def test_the_result_latex_and_html_show_the_verdict_counts_and_bound():
 def test_no_counterexample_is_shown_when_there_is_none(ce):
     r = _result("proved", F(1, 3), ce)
     assert "counterexample" not in repr(r) and "counterexample" not in r._repr_html_()
+
+
+# ------------------------------------------------------------------------------------------
+# the verdicts at the centres of boxes
+
+
+def identity_model():
+    """``T(x) = relu(x) = x`` on ``[0, 1]`` (one feed-forward layer)."""
+    from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
+
+    ffn = FeedForward(W1=((1,),), b1=(0,), W2=((1,),), b2=(0,), skip=0)
+    return Transformer(layers=(ffn,), embedding=Embedding(((0,),), ((1,),)), readout=Readout(0, 0))
+
+
+def _midpoint(text):
+    """The midpoint of Arb's ``[m +/- r]``."""
+    return float(text.strip("[]").split(" +/- ")[0])
+
+
+def test_centre_verdicts_at_the_limit_between_the_ends_and_where_floats_overflow():
+    """``_centre_verdicts`` with ``g = 3 x / 2`` at ``c = 1/2`` (``g(c) = 3/4``): ``T(c) = 1/2`` is
+    ``1/4`` away, which the float upper end of that distance (just above 1/4) as the limit proves
+    (False, not undecided); ``T(c)`` in ``[1/4, 3/4]`` is
+    between 0 and 1/2 away: undecided at the limit 1/5 (None, not False).  ``g = exp(1000 x)``
+    overflows float64 at ``c = 1`` (the float target gives NaN): balls decide that ``T(c) = 0`` is
+    ``e^1000 ~ 1.97e434`` away, and the estimate is unknown (None, not NaN)."""
+    from symbounds.core import outward as fo
+    from symbounds.core.boxes import _centre_verdicts
+    from symbounds.core.contexts import BallContext
+    from symbounds.core.expr import parse_target, variables
+    from symbounds.core.float_target import compile_target
+
+    ball, xs = BallContext(64), variables(1)
+    g = parse_target("3*x1/2", 1)
+    gt = compile_target(g, 1)
+    (glo,), (ghi,) = gt.enclose_boxes([B((F(1, 2),), (F(1, 2),))])
+    assert glo <= 0.75 <= ghi and ghi - glo < 1e-15
+    top = F(max(fo.up(0.5 - glo), fo.up(ghi - 0.5)))  # the float upper end of |T(c) - g(c)|, just above 1/4
+    assert F(1, 4) < top < F(1, 4) + F(1, 2**50)
+    verdicts, est = _centre_verdicts(ball, g, xs, gt, [(F(1, 2),)] * 3, [0.5, 0.25, 0.5], [0.5, 0.75, 0.5],
+                                     [top, F(1, 5), F(1, 4)])
+    assert verdicts[0] is False and verdicts[1] is None
+    assert verdicts[2] is None  # 1/4 exactly: the floats cannot tell, balls are not asked
+    assert est == [0.25, 0.25, 0.25]
+    big = parse_target("exp(1000*x1)", 1)
+    verdicts, est = _centre_verdicts(ball, big, xs, compile_target(big, 1), [(F(1),)], [0.0], [0.0], [F(1, 2)])
+    assert verdicts[0].startswith("[1.97007111401704699") and "e+434 +/- " in verdicts[0]  # e^1000 = 1.97007111401704699388...e434
+    assert est == [None]
+
+
+class _Ranges:
+    """The float evaluator of a model, with the boxes at ``fail`` marked as not enclosed."""
+
+    def __init__(self, fast, fail=()):
+        self.fast, self.fail = fast, set(fail)
+
+    def ranges(self, lo, hi):
+        lo, hi, ok = self.fast.ranges(lo, hi)
+        ok = ok.copy()
+        ok[list(self.fail)] = False
+        return lo, hi, ok
+
+
+def test_centre_refutes_decides_each_centre_in_floats():
+    """``centre_refutes`` for ``T(x) = x`` against ``g = 3 x / 2``: at a centre ``c`` the error is
+    ``c / 2``.  With ``eps = 1/5`` the centre 1/2 of ``[0, 1]`` refutes (``1/4 > 1/5``, the error's
+    enclosure as text), the centre 1/4 of ``[0, 1/2]`` does not (``1/8``, False), a box whose centre
+    the floats cannot enclose is undecided (None), and so is every box without a float evaluator."""
+    from symbounds.core.boxes import centre_refutes, float_evaluator
+    from symbounds.core.expr import parse_target
+
+    model, g = identity_model(), parse_target("3*x1/2", 1)
+    fast = float_evaluator(model, 128)
+    assert fast is not None
+    boxes = [B((0,), (1,)), B((0,), (F(1, 2),)), B((F(1, 2),), (1,)), B((0,), (F(1, 8),))]
+    out = centre_refutes(model, g, 1, boxes, 128, _Ranges(fast, fail=[2]), F(1, 5))
+    assert isinstance(out[0], str) and abs(_midpoint(out[0]) - 0.25) < 1e-15
+    assert out[1:] == [False, None, False]
+    out = centre_refutes(model, g, 1, boxes[:2], 128, fast, F(1, 9))  # 1/8 > 1/9: both refute
+    assert all(isinstance(v, str) for v in out) and abs(_midpoint(out[1]) - 0.125) < 1e-15
+    assert centre_refutes(model, g, 1, boxes, 128, None, F(1, 5)) == [None] * 4
+    assert centre_refutes(model, g, 1, [], 128, fast, F(1, 5)) == []
