@@ -198,3 +198,34 @@ def test_centre_refutes_decides_each_centre_in_floats():
     assert all(isinstance(v, str) for v in out) and abs(_midpoint(out[1]) - 0.125) < 1e-15
     assert centre_refutes(model, g, 1, boxes, 128, None, F(1, 5)) == [None] * 4
     assert centre_refutes(model, g, 1, [], 128, fast, F(1, 5)) == []
+
+
+# ------------------------------------------------------------------------------------------
+# the box search
+
+
+def _odd_bits(q):
+    """The number of significant bits of a dyadic rational (None if not dyadic)."""
+    if q.denominator & (q.denominator - 1):
+        return None
+    m = q.numerator
+    while m and m % 2 == 0:
+        m //= 2
+    return m.bit_length()
+
+
+def test_certified_bounds_are_upper_bounds_recorded_to_30_bits():
+    """``certify_model`` for ``T(x) = x`` against ``g = 3 x / 2`` (``|T - g| = x / 2``, at most 1/2)
+    at ``eps = 3/5``: proved on the 64 boxes of the first grid; each box's bound is at least the
+    exact ``sup |T - g| = hi / 2`` over it, at most ``eps``, and recorded rounded up to 30 bits
+    (a dyadic number with at most 31 significant bits, or ``eps`` itself)."""
+    from symbounds import model_to_json
+    from symbounds.core.boxes import CertifyOptions, certify_model
+
+    res = certify_model(model_to_json(identity_model()), "3*x1/2", 1, F(3, 5), CertifyOptions())
+    assert res.verdict == "proved" and res.evaluated == 64 and len(res.boxes) == 64
+    assert [b for b, _ in res.boxes] == [B((F(i, 64),), (F(i + 1, 64),)) for i in range(64)]
+    for box, bound in res.boxes:
+        assert box.hi[0] / 2 <= bound <= F(3, 5), (box, bound)
+        assert bound == F(3, 5) or _odd_bits(bound) <= 31, (box, bound)
+    assert res.max_bound == max(b for _, b in res.boxes) >= F(1, 2)
