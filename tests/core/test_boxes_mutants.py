@@ -229,3 +229,160 @@ def test_certified_bounds_are_upper_bounds_recorded_to_30_bits():
         assert box.hi[0] / 2 <= bound <= F(3, 5), (box, bound)
         assert bound == F(3, 5) or _odd_bits(bound) <= 31, (box, bound)
     assert res.max_bound == max(b for _, b in res.boxes) >= F(1, 2)
+
+
+# ------------------------------------------------------------------------------------------
+# the local worker pool
+
+
+class _Executor:
+    """A stand-in for ``ProcessPoolExecutor`` whose futures are decided when submitted:
+    ``plan(batch)`` is "ok" (the task's result), "broken" (``BrokenProcessPool``: its worker died),
+    "cancelled", or "refuse" (``submit`` itself raises ``BrokenProcessPool``, once)."""
+
+    def __init__(self, plan, log):
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.plan, self.log, self.refused, self.down = plan, log, False, None
+        self._processes = {}
+        self._broken = BrokenProcessPool
+
+    def submit(self, task, batch):
+        from concurrent.futures import Future
+
+        kind = self.plan(batch)
+        if kind == "refuse" and not self.refused:
+            self.refused = True
+            raise self._broken("a worker died while the pool was idle")
+        self.log.append(batch)
+        fut = Future()
+        fut.batch = batch
+        if kind == "broken":
+            fut.set_exception(self._broken("a worker died"))
+        elif kind == "cancelled":
+            fut.cancel()
+        else:
+            fut.set_result(task(batch))
+        return fut
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        self.down = (wait, cancel_futures)
+
+
+def _pool(monkeypatch, plans):
+    """A LocalPool that starts the stand-in executors of ``plans`` in turn; ``wait`` reports first
+    only the first failed future (the others are found done when the pool breaks)."""
+    from symbounds.core import boxes as boxes_mod
+
+    def wait(fs, return_when=None):
+        failed = [f for f in fs if f.done() and not f.cancelled() and f.exception() is not None]
+        done = {min(failed, key=lambda f: f.batch)} if failed else {f for f in fs if f.done()}
+        return done, set(fs) - done
+
+    monkeypatch.setattr(boxes_mod, "wait", wait)
+    log: list = []
+    started = []
+    pool = boxes_mod.LocalPool(2, (), task=lambda b: 10 * b)
+    plans = iter(plans)
+
+    def start():
+        pool.ex = _Executor(next(plans), log)
+        started.append(pool.ex)
+
+    pool._start = start
+    return pool, log, started
+
+
+def test_a_broken_pool_keeps_the_results_it_has_and_runs_the_rest_again(monkeypatch):
+    """Batches 0..3: 0 and 2 lose their worker, 1 has its result, 3 was cancelled.  The pool keeps
+    1's result, runs 0, 2 and 3 again on a fresh pool (once), and yields each result once."""
+    first = {0: "broken", 1: "ok", 2: "broken", 3: "cancelled"}
+    pool, log, started = _pool(monkeypatch, [first.get, lambda b: "ok"])
+    assert sorted(pool.imap([0, 1, 2, 3])) == [0, 10, 20, 30]
+    assert log == [0, 1, 2, 3, 0, 2, 3] and pool.restarts == 1
+    assert started[0].down is not None  # the broken pool was shut down
+
+
+def test_a_pool_broken_while_idle_is_replaced(monkeypatch):
+    """``submit`` raising ``BrokenProcessPool`` (a worker died between two runs): a fresh pool
+    runs every batch, counted as one restart."""
+    pool, log, started = _pool(monkeypatch, [lambda b: "refuse", lambda b: "ok"])
+    assert sorted(pool.imap([1, 2])) == [10, 20]
+    assert pool.restarts == 1 and len(started) == 2 and started[0].down is not None
+    assert log == [1, 2]
+
+
+def test_a_pool_gives_up_after_max_restarts_breaks_and_not_before(monkeypatch):
+    """A pool may break MAX_RESTARTS times in one run and still finish; once more stops the run
+    with WorkersLost."""
+    from symbounds.core.boxes import MAX_RESTARTS, WorkersLost
+
+    broken = lambda b: "broken"
+    pool, log, _ = _pool(monkeypatch, [broken] * MAX_RESTARTS + [lambda b: "ok"])
+    assert list(pool.imap([3])) == [30] and pool.restarts == MAX_RESTARTS
+    pool, log, _ = _pool(monkeypatch, [broken] * (MAX_RESTARTS + 1) + [lambda b: "ok"])
+    with pytest.raises(WorkersLost, match=f"broke {MAX_RESTARTS + 1} times"):
+        list(pool.imap([3]))
+
+
+class _Process:
+    def __init__(self, alive):
+        self.alive, self.events = alive, []
+
+    def is_alive(self):
+        return self.alive
+
+    def terminate(self):
+        self.events.append("terminate")
+        self.alive = False
+
+    def join(self):
+        self.events.append("join")
+
+
+def test_closing_a_pool_ends_its_running_workers_first():
+    """``close`` terminates the workers still alive (a running batch is abandoned), joins every
+    worker, then shuts the executor down; a pool not started closes as a no-op."""
+    from symbounds.core.boxes import LocalPool
+
+    pool = LocalPool(2, ())
+    pool.close()  # never started
+    ex = _Executor(lambda b: "ok", [])
+    running, ended = _Process(True), _Process(False)
+    ex._processes = {1: running, 2: ended}
+    pool.ex = ex
+    pool.close()
+    assert running.events == ["terminate", "join"] and ended.events == ["join"]
+    assert ex.down is not None and pool.ex is None
+
+
+_INIT = None
+
+
+def _set_init(value):
+    global _INIT
+    _INIT = value
+
+
+def _read_init(batch):
+    return _INIT, batch
+
+
+def test_a_local_pool_forks_as_many_workers_as_asked_each_initialised():
+    """``LocalPool(1, (7,), task, initializer)``: one worker process (forked at the first batch),
+    whose initializer ran with the set-up arguments before its tasks."""
+    import multiprocessing
+
+    from symbounds.core.boxes import LocalPool
+
+    pool = LocalPool(1, (7,), task=_read_init, initializer=_set_init)
+    try:
+        out = []
+        for r in pool.imap([1, 2, 3]):
+            out.append(r)
+            children = multiprocessing.active_children()
+        assert sorted(out) == [(7, 1), (7, 2), (7, 3)]
+        assert len(children) == 1
+    finally:
+        pool.close()
+    assert _INIT is None  # the initializer ran in the worker, not here
