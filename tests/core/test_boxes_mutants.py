@@ -386,3 +386,45 @@ def test_a_local_pool_forks_as_many_workers_as_asked_each_initialised():
     finally:
         pool.close()
     assert _INIT is None  # the initializer ran in the worker, not here
+
+
+def test_certify_model_refutes_at_a_centre_where_the_error_exceeds_eps():
+    """``|T - g| = x / 2`` exceeds ``eps = 1/5`` for ``x > 2/5``: refuted, the counterexample a
+    box centre ``x > 2/5`` with the error ``x / 2`` (its enclosure as text); no box proved past it."""
+    import time
+
+    from symbounds import model_to_json
+    from symbounds.core.boxes import CertifyOptions, certify_model
+
+    t0 = time.perf_counter()
+    res = certify_model(model_to_json(identity_model()), "3*x1/2", 1, F(1, 5), CertifyOptions())
+    wall = time.perf_counter() - t0
+    assert res.verdict == "refuted" and res.undecided == [] and res.extra == {}
+    x = F(res.counterexample["x"][0])
+    assert x > F(2, 5) and abs(_midpoint(res.counterexample["error"]) - float(x / 2)) < 1e-15
+    assert all(b.hi[0] / 2 <= bound <= F(1, 5) for b, bound in res.boxes)
+    assert res.max_bound == max(bound for _, bound in res.boxes)
+    assert 0 <= res.seconds <= wall
+
+
+def test_certify_model_leaves_undecided_what_it_cannot_split_or_afford():
+    """At ``eps = 1/2`` the error ``x / 2`` reaches eps at ``x = 1`` only, and an upper bound over
+    a box ending at 1 is never below it: the boxes next to 1 are split down to ``min_width`` and
+    left undecided, the rest proved; proved and undecided boxes tile the cube.  With a budget of
+    64 boxes, the second round (the boxes the first could not prove, halved) is not evaluated."""
+    from symbounds import model_to_json
+    from symbounds.core.boxes import CertifyOptions, boxes_cover_cube, certify_model
+
+    mj = model_to_json(identity_model())
+    res = certify_model(mj, "3*x1/2", 1, F(1, 2), CertifyOptions(min_width=F(1, 2**10)))
+    assert res.verdict == "undecided" and res.counterexample is None
+    assert res.undecided and all(b.width() / 2 < F(1, 2**10) and b.lo[0] >= F(63, 64) for b in res.undecided)
+    assert any(b.hi == (F(1),) for b in res.undecided)
+    tiles = [b for b, _ in res.boxes] + res.undecided
+    assert boxes_cover_cube(tiles, 1) and sum(b.volume() for b in tiles) == 1
+    assert res.evaluated == len(tiles) + (len(tiles) - 64)  # each split box was evaluated, then halved
+    small = certify_model(mj, "3*x1/2", 1, F(1, 2), CertifyOptions(max_boxes=64))
+    assert small.verdict == "undecided" and small.evaluated == 64
+    tiles = [b for b, _ in small.boxes] + small.undecided
+    assert boxes_cover_cube(tiles, 1) and sum(b.volume() for b in tiles) == 1
+    assert len(small.undecided) == 2 * (64 - len(small.boxes))
