@@ -59,6 +59,8 @@ def test_the_side_to_halve_is_the_gradients_unless_far_narrower_than_the_widest(
     assert _split_axis(box, 1, "gradient") == 1
     assert _split_axis(box, 0, "gradient") == 0
     assert _split_axis(B((0, 0), (F(1, 2), F(1, 9))), 1, "gradient") is None  # more than 4 times
+    assert _split_axis(B((0, F(15, 16)), (F(1, 2), 1)), 1, "gradient") is None  # widths, not ends: 1/2, 1/16
+    assert _split_axis(B((F(1, 2), F(15, 16)), (1, 1)), 0, "gradient") == 0
     assert _split_axis(box, None, "gradient") is None
     assert _split_axis(box, 1, "widest") is None
 
