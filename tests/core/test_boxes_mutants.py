@@ -124,12 +124,12 @@ def test_no_counterexample_is_shown_when_there_is_none(ce):
 # the verdicts at the centres of boxes
 
 
-def identity_model():
-    """``T(x) = relu(x) = x`` on ``[0, 1]`` (one feed-forward layer)."""
+def identity_model(d=1):
+    """``T(x) = relu(x_1) = x_1`` on ``[0, 1]^d`` (one feed-forward layer)."""
     from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
 
     ffn = FeedForward(W1=((1,),), b1=(0,), W2=((1,),), b2=(0,), skip=0)
-    return Transformer(layers=(ffn,), embedding=Embedding(((0,),), ((1,),)), readout=Readout(0, 0))
+    return Transformer(layers=(ffn,), embedding=Embedding(((0,),), ((1,) + (0,) * (d - 1),)), readout=Readout(0, 0))
 
 
 def _midpoint(text):
@@ -430,3 +430,79 @@ def test_certify_model_leaves_undecided_what_it_cannot_split_or_afford():
     tiles = [b for b, _ in small.boxes] + small.undecided
     assert boxes_cover_cube(tiles, 1) and sum(b.volume() for b in tiles) == 1
     assert len(small.undecided) == 2 * (64 - len(small.boxes))
+
+
+@pytest.mark.parametrize("d, boxes", [(2, 16**2), (3, 4**3)])
+def test_the_first_grid_has_16_boxes_per_side_in_two_dimensions_and_4_above(d, boxes):
+    """``T(x) = x_1`` against ``g = x_1`` is proved on the first grid of boxes (at ``eps = 1``):
+    ``16^2`` boxes in two dimensions, ``4^d`` from three on."""
+    from symbounds import model_to_json
+    from symbounds.core.boxes import CertifyOptions, certify_model
+
+    res = certify_model(model_to_json(identity_model(d)), "x1", d, F(1), CertifyOptions())
+    assert res.verdict == "proved" and res.evaluated == boxes == len(res.boxes)
+    assert all(b.width() == F(1, round(boxes ** (1 / d))) for b, _ in res.boxes)
+
+
+def test_the_worker_set_up_is_kept_for_its_key_and_rebuilt_for_another():
+    """``_worker_init`` without a key: the same model, target, dimension, precision, eps and
+    float choice keep this process's set-up (the very objects); another model or target rebuilds it."""
+    from symbounds import model_to_json
+    from symbounds.core import boxes as boxes_mod
+
+    one, two = model_to_json(identity_model(1)), model_to_json(identity_model(2))
+    W = boxes_mod._W
+    saved = dict(W)
+    try:
+        boxes_mod._worker_init(one, "x1/2", 1, 128, F(1, 4))
+        model, g = W["model"], W["g"]
+        boxes_mod._worker_init(one, "x1/2", 1, 128, F(1, 4))
+        assert W["model"] is model and W["g"] is g
+        boxes_mod._worker_init(one, "x1/3", 1, 128, F(1, 4))
+        assert str(W["g"]) == "x1/3" and W["model"] is not model
+        boxes_mod._worker_init(two, "x1/3", 2, 128, F(1, 4))
+        assert len(W["model"].embedding.E[0]) == 2 and W["d"] == 2
+        boxes_mod._worker_init(one, "x1/3", 1, 128, F(1, 4), fast=False)
+        assert W["fast"] is None and W["eps"] == F(1, 4)
+    finally:
+        W.clear()
+        W.update(saved)
+
+
+class _WideCentres:
+    """The float evaluator of a model, with the enclosure of ``T`` at each box's centre widened by
+    1 (still an enclosure): the box's own model can no longer tell the centre's verdict."""
+
+    def __init__(self, fast):
+        self.fast = fast
+
+    def enclose(self, lo, hi):
+        a, b, ok, clo, chi, axis = self.fast.enclose(lo, hi)
+        return a, b, ok, clo - 1.0, chi + 1.0, axis
+
+    def ranges(self, lo, hi):
+        return self.fast.ranges(lo, hi)
+
+
+def test_a_worker_asks_the_centre_again_when_the_box_model_cannot_tell():
+    """``_worker_eval`` for ``T(x) = x`` against ``g = 3 x / 2`` at ``eps = 1/5``, with centre
+    enclosures too wide to decide: the centre 1/2 of ``[0, 1]`` (error 1/4, estimate above eps) is
+    evaluated again in floats and refutes; the centre 1/4 of ``[0, 1/2]`` (error 1/8, estimate below
+    eps) is not asked again and stays undecided; a box proved there has no centre verdict."""
+    from symbounds import model_to_json
+    from symbounds.core import boxes as boxes_mod
+
+    W = boxes_mod._W
+    saved = dict(W)
+    try:
+        boxes_mod._worker_init(model_to_json(identity_model()), "3*x1/2", 1, 128, F(1, 5))
+        W["fast"] = _WideCentres(W["fast"])
+        boxes = [B((0,), (1,)), B((0,), (F(1, 2),)), B((0,), (F(1, 16),))]
+        out = boxes_mod._worker_eval(boxes)
+        assert [r[0] for r in out] == boxes
+        assert out[0][1] > F(1, 5) and out[1][1] > F(1, 5) and out[2][1] <= F(1, 5)
+        assert isinstance(out[0][2], str) and abs(_midpoint(out[0][2]) - 0.25) < 1e-15
+        assert out[1][2] is None and out[2][2] is None
+    finally:
+        W.clear()
+        W.update(saved)
