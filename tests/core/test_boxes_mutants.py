@@ -124,11 +124,11 @@ def test_no_counterexample_is_shown_when_there_is_none(ce):
 # the verdicts at the centres of boxes
 
 
-def identity_model(d=1):
-    """``T(x) = relu(x_1) = x_1`` on ``[0, 1]^d`` (one feed-forward layer)."""
+def identity_model(d=1, scale=1):
+    """``T(x) = scale relu(x_1) = scale x_1`` on ``[0, 1]^d`` (one feed-forward layer)."""
     from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
 
-    ffn = FeedForward(W1=((1,),), b1=(0,), W2=((1,),), b2=(0,), skip=0)
+    ffn = FeedForward(W1=((1,),), b1=(0,), W2=((scale,),), b2=(0,), skip=0)
     return Transformer(layers=(ffn,), embedding=Embedding(((0,),), ((1,) + (0,) * (d - 1),)), readout=Readout(0, 0))
 
 
@@ -460,6 +460,8 @@ def test_the_worker_set_up_is_kept_for_its_key_and_rebuilt_for_another():
         assert W["model"] is model and W["g"] is g
         boxes_mod._worker_init(one, "x1/3", 1, 128, F(1, 4))
         assert str(W["g"]) == "x1/3" and W["model"] is not model
+        boxes_mod._worker_init(model_to_json(identity_model(1, 2)), "x1/3", 1, 128, F(1, 4))
+        assert W["model"].layers[0].W2 == ((2,),)  # another model, all else equal
         boxes_mod._worker_init(two, "x1/3", 2, 128, F(1, 4))
         assert len(W["model"].embedding.E[0]) == 2 and W["d"] == 2
         boxes_mod._worker_init(one, "x1/3", 1, 128, F(1, 4), fast=False)
