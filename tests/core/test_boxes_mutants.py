@@ -508,3 +508,32 @@ def test_a_worker_asks_the_centre_again_when_the_box_model_cannot_tell():
     finally:
         W.clear()
         W.update(saved)
+
+
+def test_a_float_bound_missing_its_limit_by_rounding_is_recomputed_in_balls():
+    """``T(x) = x`` against ``g = 1000 e^x`` on a box of width ``2^-30`` at 1/2: the float target's
+    relative rounding (``2^-44`` of ~1650) leaves the float bound ~``7e-11`` above the bound with
+    ``g`` enclosed in 128-bit balls.  With that ball bound as the box's limit, ``box_bounds``
+    recomputes ``g`` in balls (the miss is within rounding) and proves the box at its limit; the
+    limit is above the exact ``sup |T - g| = 1000 e^hi - hi`` (a 300-bit evaluation)."""
+    import flint
+
+    from symbounds.core.boxes import _float_box_bound, box_bounds, float_evaluator
+    from symbounds.core.contexts import BallContext
+    from symbounds.core.expr import parse_target, variables
+
+    model, g = identity_model(), parse_target("1000*exp(x1)", 1)
+    fast = float_evaluator(model, 128)
+    box = B((F(1, 2),), (F(1, 2) + F(1, 2**30),))
+    lo, hi, ok, _, _, _ = fast.enclose([box.lo], [box.hi])
+    lim = _float_box_bound(BallContext(128), g, variables(1), box, lo[0], hi[0])
+    (floats,) = box_bounds(model, g, 1, [box], 128, fast)
+    assert lim < floats < lim + F(1, 10**9)  # the floats alone miss it
+    assert box_bounds(model, g, 1, [box], 128, fast, limits=[lim]) == [lim]
+    prec = flint.ctx.prec
+    flint.ctx.prec = 300
+    try:
+        h = flint.arb(flint.fmpq(box.hi[0].numerator, box.hi[0].denominator))
+        assert 1000 * h.exp() - h < flint.arb(flint.fmpq(lim.numerator, lim.denominator))
+    finally:
+        flint.ctx.prec = prec
