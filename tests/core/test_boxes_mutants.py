@@ -537,3 +537,22 @@ def test_a_float_bound_missing_its_limit_by_rounding_is_recomputed_in_balls():
         assert 1000 * h.exp() - h < flint.arb(flint.fmpq(lim.numerator, lim.denominator))
     finally:
         flint.ctx.prec = prec
+
+
+def _sigint_state(batch):
+    import signal
+
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN, signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_pool_workers_ignore_ctrl_c_and_do_not_keep_it_blocked():
+    """A worker initialised with ``ignore_sigint`` ignores SIGINT (the parent alone reports an
+    interrupt), and no longer blocks it: it was forked with SIGINT blocked, and ``ignore_sigint``
+    unblocks it once it is ignored."""
+    from symbounds.core.boxes import LocalPool, ignore_sigint
+
+    pool = LocalPool(1, (), task=_sigint_state, initializer=ignore_sigint)
+    try:
+        assert list(pool.imap([0])) == [(True, False)]
+    finally:
+        pool.close()
