@@ -556,3 +556,37 @@ def test_pool_workers_ignore_ctrl_c_and_do_not_keep_it_blocked():
         assert list(pool.imap([0])) == [(True, False)]
     finally:
         pool.close()
+
+
+def test_box_bounds_reports_centre_verdicts_and_estimates_of_the_boxes_that_miss():
+    """``box_bounds`` for ``T(x) = x`` against ``g = 3 x / 2`` with the limit 1/5 on each box:
+    ``[1/4, 3/4]`` and ``[1/8, 3/8]`` miss it; the model's own enclosure at their centres (1/2,
+    1/4) refutes the first (error 1/4, its text) and clears the second (1/8: False), and the
+    estimates are the errors 1/4 and 1/8; the proved box ``[1/32, 1/16]`` gets neither."""
+    from symbounds.core.boxes import box_bounds, float_evaluator
+    from symbounds.core.expr import parse_target
+
+    model, g = identity_model(), parse_target("3*x1/2", 1)
+    fast = float_evaluator(model, 128)
+    boxes = [B((F(1, 4),), (F(3, 4),)), B((F(1, 8),), (F(3, 8),)), B((F(1, 32),), (F(1, 16),))]
+    centres, estimates, axes = [], [], []
+    out = box_bounds(model, g, 1, boxes, 128, fast, [F(1, 5)] * 3, centres=centres, estimates=estimates, axes=axes)
+    assert out[0] > F(1, 5) and out[1] > F(1, 5) and F(1, 32) <= out[2] <= F(1, 5)
+    assert isinstance(centres[0], str) and abs(_midpoint(centres[0]) - 0.25) < 1e-15
+    assert centres[1:] == [False, None]
+    assert abs(estimates[0] - 0.25) < 1e-15 and abs(estimates[1] - 0.125) < 1e-15 and estimates[2] is None
+    assert axes == [0, 0, 0]
+
+
+def test_a_recorded_bound_equal_to_the_recomputed_one_is_kept():
+    """With ``recheck`` (as the check runs it) a limit equal to the float bound itself is met: the
+    bound is returned as it is, not sent to Arb."""
+    from symbounds.core.boxes import box_bounds, float_evaluator
+    from symbounds.core.expr import parse_target
+
+    model, g = identity_model(), parse_target("3*x1/2", 1)
+    fast = float_evaluator(model, 128)
+    boxes = [B((0,), (1,)), B((F(1, 3),), (F(1, 2),))]
+    floats = box_bounds(model, g, 1, boxes, 128, fast)
+    assert floats[0] >= F(3, 2) and floats[1] >= F(5, 12)  # max(3 hi / 2 - lo, hi - 3 lo / 2)
+    assert box_bounds(model, g, 1, boxes, 128, fast, floats, recheck=True) == floats
