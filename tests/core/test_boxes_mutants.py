@@ -590,3 +590,17 @@ def test_a_recorded_bound_equal_to_the_recomputed_one_is_kept():
     floats = box_bounds(model, g, 1, boxes, 128, fast)
     assert floats[0] >= F(3, 2) and floats[1] >= F(5, 12)  # max(3 hi / 2 - lo, hi - 3 lo / 2)
     assert box_bounds(model, g, 1, boxes, 128, fast, floats, recheck=True) == floats
+
+
+def test_a_centre_the_floats_leave_undecided_is_decided_in_balls_once_the_box_is_the_last():
+    """Three boxes that cannot be split (``min_width = 1``), ``eps = 1/4``, ``|T - g| = x / 2``:
+    the centre 1/2 of ``[1/3, 2/3]`` is exactly ``eps`` away, which floats cannot tell and balls
+    clear (undecided, not refuted); the centre 5/6 of ``[2/3, 1]`` refutes with the error 5/12."""
+    from symbounds import model_to_json
+    from symbounds.core.boxes import CertifyOptions, certify_model
+
+    res = certify_model(model_to_json(identity_model()), "3*x1/2", 1, F(1, 4),
+                        CertifyOptions(initial=3, min_width=F(1), max_boxes=None))
+    assert res.verdict == "refuted" and res.counterexample["x"] == ["5/6"]
+    assert abs(_midpoint(res.counterexample["error"]) - 5 / 12) < 1e-13
+    assert res.boxes == [] and res.undecided == [B((0,), (F(1, 3),)), B((F(1, 3),), (F(2, 3),))]
