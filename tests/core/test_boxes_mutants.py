@@ -530,6 +530,7 @@ def test_a_float_bound_missing_its_limit_by_rounding_is_recomputed_in_balls():
     (floats,) = box_bounds(model, g, 1, [box], 128, fast)
     assert lim < floats < lim + F(1, 10**9)  # the floats alone miss it
     assert box_bounds(model, g, 1, [box], 128, fast, limits=[lim]) == [lim]
+    assert box_bounds(model, g, 1, [box], 128, fast, limits=[lim], arb=False) == [lim]  # no Arb model needed
     prec = flint.ctx.prec
     flint.ctx.prec = 300
     try:
