@@ -605,3 +605,32 @@ def test_a_centre_the_floats_leave_undecided_is_decided_in_balls_once_the_box_is
     assert res.verdict == "refuted" and res.counterexample["x"] == ["5/6"]
     assert abs(_midpoint(res.counterexample["error"]) - 5 / 12) < 1e-13
     assert res.boxes == [] and res.undecided == [B((0,), (F(1, 3),)), B((F(1, 3),), (F(2, 3),))]
+
+
+def test_a_scheduler_map_without_its_extra_or_its_scheduler_is_bad_input(monkeypatch):
+    """``--scheduler`` without the optional dependency, or with a scheduler that cannot be reached
+    (a closed port on the loopback), is a ValueError naming what to do or the address."""
+    import sys
+
+    from symbounds.core.boxes import _DaskMap
+
+    setup = ({}, "x1", 1, 128, F(1, 4), True, None)
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "distributed", None)  # as if not installed
+        with pytest.raises(ValueError) as e:
+            _DaskMap("tcp://127.0.0.1:9", *setup)
+        assert str(e.value) == "--scheduler needs the optional dependency: pip install 'symbounds[dask]'"
+    import distributed
+
+    monkeypatch.setattr(distributed, "Client", _refusing_client)
+    with pytest.raises(ValueError) as e:
+        _DaskMap("tcp://127.0.0.1:9", *setup)
+    assert str(e.value) == ("cannot reach the Dask scheduler at tcp://127.0.0.1:9: "
+                            "Timed out trying to connect to tcp://127.0.0.1:9 after 10 s")
+
+
+def _refusing_client(address, timeout=None):
+    """A stand-in for ``distributed.Client`` whose scheduler never answers (as ``Client`` raises
+    after its timeout: an OSError whose first line says so)."""
+    assert timeout == "10s"
+    raise OSError(f"Timed out trying to connect to {address} after 10 s\nmore detail")
