@@ -634,3 +634,43 @@ def _refusing_client(address, timeout=None):
     after its timeout: an OSError whose first line says so)."""
     assert timeout == "10s"
     raise OSError(f"Timed out trying to connect to {address} after 10 s\nmore detail")
+
+
+class _NoFloats:
+    """A float evaluator that encloses nothing (as for a model whose float pass cannot divide)."""
+
+    def enclose(self, lo, hi):
+        import numpy as np
+
+        n = len(lo)
+        nan = np.full(n, np.nan)
+        return nan, nan, np.zeros(n, bool), nan, nan, np.full(n, -1)
+
+    def ranges(self, lo, hi):
+        return self.enclose(lo, hi)[:3]
+
+
+def test_boxes_the_floats_cannot_enclose_are_decided_in_arb_once_they_cannot_be_split(monkeypatch):
+    """With a float evaluator that encloses nothing and boxes that cannot be split (four of width
+    1/4, ``min_width = 1``), ``certify_model`` bounds each box in Arb: at ``eps = 4/5`` every box is
+    proved (each bound at least the exact sup ``hi / 2``; interval arithmetic gives ``hi / 2 + 1/4``);
+    at ``eps = 1/5`` the centres are decided in balls, and 5/8 (error 5/16) refutes after 1/8 and
+    3/8 (1/16, 3/16) are cleared."""
+    from symbounds import model_to_json
+    from symbounds.core import boxes as boxes_mod
+
+    monkeypatch.setattr(boxes_mod, "float_evaluator", lambda model, prec: _NoFloats())
+    saved = dict(boxes_mod._W)
+    boxes_mod._W.clear()  # no set-up left by another test under the same key
+    try:
+        mj, opts = model_to_json(identity_model()), boxes_mod.CertifyOptions(initial=4, min_width=F(1))
+        res = boxes_mod.certify_model(mj, "3*x1/2", 1, F(4, 5), opts)
+        assert res.verdict == "proved" and [b for b, _ in res.boxes] == boxes_mod._initial_boxes(1, 4)
+        assert all(b.hi[0] / 2 <= bound <= F(4, 5) for b, bound in res.boxes)
+        res = boxes_mod.certify_model(mj, "3*x1/2", 1, F(1, 5), opts)
+        assert res.verdict == "refuted" and res.counterexample["x"] == ["5/8"]
+        assert abs(_midpoint(res.counterexample["error"]) - 0.3125) < 1e-15 and res.boxes == []
+        assert res.undecided == [B((0,), (F(1, 4),)), B((F(1, 4),), (F(1, 2),))]
+    finally:
+        boxes_mod._W.clear()
+        boxes_mod._W.update(saved)
