@@ -38,8 +38,10 @@ for m in $mods; do
             boxes_tests=1
             # the certificate search and check: what reaches box_bounds, certify_model and
             # check_certificate (the 44-second float-target comparison and the CLI runs that kill
-            # workers or send Ctrl-C left out: they reach nothing the others do not)
+            # workers or send Ctrl-C left out: they reach nothing the others do not), and the fifth
+            # pass's tests of the pieces of boxes.py (the boxes, the reprs, the side to halve)
             tests="$tests \"tests/core/test_check_mutants.py\", \"tests/core/test_certify.py\",
+    \"tests/core/test_boxes_mutants.py\",
     \"tests/core/test_soundness_mutants.py\", \"tests/app/test_outputs.py\",
     \"tests/core/test_float_boxes.py::test_float_bounds_against_arb_bounds_and_point_errors_on_the_shi_liao_network\",
     \"tests/app/test_progress_and_files.py::test_certify_model_passes_the_exact_proved_volume\"," ;;
