@@ -674,3 +674,35 @@ def test_boxes_the_floats_cannot_enclose_are_decided_in_arb_once_they_cannot_be_
     finally:
         boxes_mod._W.clear()
         boxes_mod._W.update(saved)
+
+
+def _overflowing_prefix_model() -> dict:
+    """T(x) = x through an affine prefix float64 cannot hold: two constant-score attention layers
+    (one token, so each softmax weight is 1) scale by 10^200 * 10^200 = 10^400, beyond the largest
+    double, and back by 10^-400; an FFN with W2 = 0 and skip 1 after them.  Exactly, T(x) = x."""
+    def att(wv, wo):
+        return {"type": "attention", "kind": "softmax", "skip": "0",
+                "heads": [{"W_Q": [["0"]], "W_K": [["0"]], "W_V": [[wv]], "W_O": [[wo]]}]}
+
+    return {"format": "symbounds-transformer/1", "input": "vector", "precision_bits": 128,
+            "embedding": {"base": [["0"]], "E": [["1"]], "column": 0},
+            "layers": [att("1e200", "1e200"), att("1e-200", "1e-200"),
+                       {"type": "ffn", "skip": "1", "W1": [["1"]], "b1": ["0"], "W2": [["0"]], "b2": ["0"]}],
+            "readout": {"row": 0, "column": 0}}
+
+
+def test_a_prefix_float64_cannot_enclose_falls_back_to_arb_for_every_box():
+    """float_evaluator runs the one-off set-up at once, so a prefix whose float64 enclosure
+    overflows gives no float evaluator (every box in Arb balls) instead of an error at the first
+    box (float_evaluator mutant 6, the set-up deferred)."""
+    import numpy as np
+
+    from symbounds.core.boxes import CertifyOptions, certify_model, float_evaluator
+    from symbounds.core.modelfile import model_from_json
+
+    mj = _overflowing_prefix_model()
+    with np.errstate(all="ignore"):
+        assert float_evaluator(model_from_json(mj), 128) is None
+        res = certify_model(mj, "x1", 1, F(1, 10), CertifyOptions())
+    # |T - g| = |x - x| = 0 exactly; each box's Arb enclosure (no Taylor model) is about its width
+    assert res.verdict == "proved" and res.max_bound <= F(1, 10) and len(res.boxes) >= 1

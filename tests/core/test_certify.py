@@ -562,8 +562,11 @@ def test_dask_giving_up_on_a_batch_stops_the_run(monkeypatch):
     dm.client = types.SimpleNamespace(submit=lambda *a, **k: Future())
     dm.setup_future = None
     monkeypatch.setattr(distributed, "as_completed", lambda futures: iter(futures))
-    with pytest.raises(boxes_mod.WorkersLost, match="undecided"):
+    with pytest.raises(boxes_mod.WorkersLost) as e:
         list(dm.imap([[Box((F(0),), (F(1),))]]))
+    # the one line the command prints (exit 3), word for word: what happened and what was not written
+    assert str(e.value) == ("Dask workers kept dying running a batch of boxes (the scheduler gave up re-running it): "
+                            "stopped, undecided, no certificate written")
 
 
 @pytest.mark.slow  # a process LocalCluster takes ~10 s to start on two cores
