@@ -82,6 +82,9 @@ def test_dask_local_cluster_on_loopback(small_cert):
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         cert2, res2 = certify_instance(sl.Instance(**SMALL), CertifyOptions(scheduler=cluster.scheduler_address))
+        # the batches ran on this scheduler (not in this process, nor on a cluster of their own):
+        # its task prefixes keep the name of the batch function after the tasks are forgotten
+        assert any(k.endswith("dask_batch") for k in cluster.scheduler.task_prefixes), list(cluster.scheduler.task_prefixes)
     assert res2.verdict == "proved"
     assert cert2["boxes"] == cert["boxes"]
 
@@ -478,18 +481,33 @@ def _killing_eval(monkeypatch, should_die):
     monkeypatch.setattr(boxes_mod, "_worker_eval", evaluate)
 
 
-def test_a_worker_killed_from_outside_loses_no_box(small_cert, deadline):
+def test_a_worker_killed_from_outside_loses_no_box(small_cert, monkeypatch, deadline):
     """SIGKILL to one worker process after the first box comes back: the lost batches run
-    again on fresh processes and the certificate is the one-process one."""
+    again on fresh processes and the certificate is the one-process one.  (Each batch is slowed
+    by 50 ms in the workers, so batches are still in flight when the worker dies: on an idle
+    machine the run could otherwise be over before the pool notices, with no restart to count;
+    the process killed is one this run started.)"""
     import multiprocessing
     import os
     import signal
+    import time
 
+    import symbounds.core.boxes as boxes_mod
+
+    parent, real = os.getpid(), boxes_mod._worker_eval
+
+    def slow(boxes):
+        if os.getpid() != parent:
+            time.sleep(0.05)
+        return real(boxes)
+
+    monkeypatch.setattr(boxes_mod, "_worker_eval", slow)
+    before = {p.pid for p in multiprocessing.active_children()}
     killed = []
 
     def progress(done, evaluated):
         if not killed:
-            pids = [p.pid for p in multiprocessing.active_children()]
+            pids = [p.pid for p in multiprocessing.active_children() if p.pid not in before]
             assert pids
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])
