@@ -38,19 +38,11 @@ class ScalarEvaluator:
 
     # --- entrywise and linear ---------------------------------------------------------------------
     def linear(self, W, Z) -> list:
-        """``W Z`` row by row, summed in ascending inner index, exact zeros of ``W`` skipped."""
-        ctx = self.ctx
-        n = len(Z[0]) if Z else 0
-        zero = ctx.zero
-        out = []
-        for row in W:
-            acc = [zero] * n
-            for a, zrow in zip(row, Z):
-                if ctx.is_zero(a):
-                    continue
-                acc = [s + a * b for s, b in zip(acc, zrow)]
-            out.append(acc)
-        return out
+        """``W Z`` row by row, summed in ascending inner index, exact zeros of ``W`` skipped: the
+        generic row loop of :meth:`Context.matmul` in every context (not Arb's matrix product,
+        whose sums round differently), so the layers' results do not depend on the context's
+        matrix type."""
+        return Context.matmul(self.ctx, W, Z)
 
     def matmul(self, A, B) -> list:
         """``A @ B`` by the context's matrix product (Arb's in balls)."""
