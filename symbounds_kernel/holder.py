@@ -24,16 +24,14 @@ from the box to ``c_k`` (exact; no derivative of ``|x - c_k|^alpha``), and ``sup
 most the greedy optimum of ``sum w_k A_k``, ``0 <= w_k <= cap_k``, ``sum w_k = 1``.
 """
 
-import hashlib
 import itertools
-import json
 from fractions import Fraction
 
 from flint import arb, arb_mat, ctx
 
 from .network import Network, _ball, _mat, embed, parse_model
 from .read import Rejected, number
-from .verify import PREC, SPLITS, _boxes, _get, _interval, _upper, covers, shown
+from .verify import PREC, SPLITS, _get, _interval, _upper, covering_boxes, digested, shown
 
 FORMAT = "symbounds-class-certificate/1"
 HEAVY = 8
@@ -62,15 +60,8 @@ def check_class(cert, progress=None) -> str:
     alpha, C_H, B = (number(cls[k], f"class.{k}") for k in ("alpha", "holder", "bound"))
     if not (eps > 0 and 0 < alpha <= 1 and C_H > 0 and B > 0):
         raise Rejected("eps, C_H and B must be positive and alpha in (0, 1]")
-    model = _get(cert, "model", dict)
-    if hashlib.sha256(json.dumps(model, sort_keys=True, separators=(",", ":")).encode()).hexdigest() != cert[
-            "model_sha256"]:
-        raise Rejected("the model does not match model_sha256")
-    boxes = _boxes(_get(cert, "boxes", list), d, eps)
-    if number(cert["max_bound"], "max_bound", exact=True) != max(b for _, _, b in boxes):
-        raise Rejected("max_bound is not the largest box bound")
-    if not covers([(lo, hi) for lo, hi, _ in boxes], d):
-        raise Rejected(f"the boxes do not cover [0,1]^{d}")
+    model = digested(cert, _get(cert, "model", dict))
+    boxes = covering_boxes(cert, d, eps)
     old = ctx.prec
     ctx.prec = PREC
     try:

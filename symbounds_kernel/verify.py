@@ -30,6 +30,25 @@ _KEYS = {"format", "symbounds", "claim", "construction", "instance", "d", "eps",
          "counterexample", "assumptions", "seconds", "boxes_evaluated"}
 
 
+
+def digested(cert: dict, model: dict) -> dict:
+    """``model``, after checking that the SHA-256 of its canonical JSON is ``model_sha256``."""
+    canonical = json.dumps(model, sort_keys=True, separators=(",", ":")).encode()
+    if hashlib.sha256(canonical).hexdigest() != cert["model_sha256"]:
+        raise Rejected("the model does not match model_sha256")
+    return model
+
+
+def covering_boxes(cert: dict, d: int, eps: Fraction) -> list:
+    """The certificate's boxes ``(lo, hi, bound)`` (:func:`_boxes`), after checking that
+    ``max_bound`` is the largest bound and that they cover ``[0,1]^d`` exactly."""
+    boxes = _boxes(_get(cert, "boxes", list), d, eps)
+    if number(cert["max_bound"], "max_bound", exact=True) != max(b for _, _, b in boxes):
+        raise Rejected("max_bound is not the largest box bound")
+    if not covers([(lo, hi) for lo, hi, _ in boxes], d):
+        raise Rejected(f"the boxes do not cover [0,1]^{d}")
+    return boxes
+
 def _get(obj, key, typ, what="certificate"):
     v = obj.get(key) if isinstance(obj, dict) else None
     if not isinstance(v, typ) or isinstance(v, bool):
@@ -66,15 +85,8 @@ def check(cert, progress=None) -> str:
         raise Rejected("the instance's paper, d, eps or target is not the claim's")
     if kind not in ("model", "shi_liao"):
         raise Rejected(f"unknown construction {str(kind)[:40]!r}")
-    model = _get(cert, "model", dict)
-    canonical = json.dumps(model, sort_keys=True, separators=(",", ":")).encode()
-    if hashlib.sha256(canonical).hexdigest() != cert["model_sha256"]:
-        raise Rejected("the model does not match model_sha256")
-    boxes = _boxes(_get(cert, "boxes", list), d, eps)
-    if number(cert["max_bound"], "max_bound", exact=True) != max(b for _, _, b in boxes):
-        raise Rejected("max_bound is not the largest box bound")
-    if not covers([(lo, hi) for lo, hi, _ in boxes], d):
-        raise Rejected(f"the boxes do not cover [0,1]^{d}")
+    model = digested(cert, _get(cert, "model", dict))
+    boxes = covering_boxes(cert, d, eps)
     old = ctx.prec
     ctx.prec = PREC
     try:
