@@ -139,10 +139,10 @@ class CertifyResult:
                 rf"{len(self.boxes)} boxes proved, {len(self.undecided)} undecided}}$$")
 
     def _repr_html_(self) -> str:
-        from .display import html_table
+        from .display import bold, html_table
         from .exact import decimal_up
 
-        rows = [["verdict", f"<b>{self.verdict}</b>"], ["boxes proved", str(len(self.boxes))],
+        rows = [["verdict", bold(self.verdict)], ["boxes proved", str(len(self.boxes))],
                 ["undecided boxes", str(len(self.undecided))], ["boxes evaluated", str(self.evaluated)],
                 ["largest certified bound", "-" if self.max_bound is None else decimal_up(self.max_bound, 8)],
                 ["time", f"{self.seconds:.1f} s"]]

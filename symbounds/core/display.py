@@ -15,7 +15,7 @@ import re
 from fractions import Fraction
 
 __all__ = ["MAX_REPR", "short", "enclosure_text", "claims_html", "claims_latex", "verdict_counts",
-           "tex_text", "html_table"]
+           "tex_text", "html_table", "Markup", "bold"]
 
 #: the longest repr of a result object
 MAX_REPR = 300
@@ -93,16 +93,32 @@ def claims_latex(results, title: str | None = None) -> str:
     return f"$${table}$$"
 
 
+class Markup(str):
+    """HTML that :func:`html_table` puts into a cell as it is (made only by :func:`bold` here)."""
+
+
+def bold(text, colour: str | None = None) -> Markup:
+    """``text`` escaped and set in bold (optionally coloured), as a :class:`Markup` cell."""
+    style = f" style='color:{html.escape(colour, quote=True)}'" if colour else ""
+    return Markup(f"<b{style}>{html.escape(str(text))}</b>")
+
+
+def _html_cell(c) -> str:
+    return c if isinstance(c, Markup) else html.escape(str(c))
+
+
 def html_table(header: list[str], rows: list[list[str]], caption: str | None = None) -> str:
-    """A small HTML table; every cell is escaped here (pass plain text)."""
+    """A small HTML table; every header, caption and body cell is escaped here, except the body
+    cells that are :class:`Markup` (pass plain text, or :func:`bold` for an emphasised cell)."""
     cap = f"<caption style='text-align:left'>{html.escape(caption)}</caption>" if caption else ""
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{c}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{_html_cell(c)}</td>" for c in row) + "</tr>"
+                   for row in rows)
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _cell(text, limit: int = 60) -> str:
-    return html.escape(short(str(text), limit))
+    return short(str(text), limit)
 
 
 def claims_html(results, caption: str | None = None) -> str:
@@ -111,7 +127,7 @@ def claims_html(results, caption: str | None = None) -> str:
     for r in results:
         colour = _VERDICT_COLOUR.get(str(r.verdict), "black")
         rows.append([_cell(r.id), _cell(r.statement, 90),
-                     f"<b style='color:{colour}'>{html.escape(str(r.verdict))}</b>", _cell(_who(r)),
+                     bold(r.verdict, colour), _cell(_who(r)),
                      _cell(r.lhs, 40), _cell(r.rhs, 40)])
     return html_table(["claim", "statement", "verdict", "decided by", "lhs", "rhs"], rows, caption)
 

@@ -154,3 +154,24 @@ def test_transformer_html_lists_every_layer(held):
     assert [r[0] for r in body] == [str(i) for i in range(len(m.layers))]
     dense, nonzero = m.count_parameters()
     assert f"{dense} parameters ({nonzero} nonzero)" in m._repr_html_()
+
+
+def test_html_table_escapes_body_cells_but_not_markup():
+    from symbounds.core.display import bold, html_table
+
+    out = html_table(["a<", "b"], [["x < y & z", bold("p<q", "red")]], "cap <i>")
+    assert "<td style='text-align:left'>x &lt; y &amp; z</td>" in out
+    assert "<b style='color:red'>p&lt;q</b>" in out
+    assert "a&lt;" in out and "cap &lt;i&gt;" in out and "<i>" not in out
+    parser = _Cells()
+    parser.feed(out)
+    assert [r for r in parser.rows if r] == [["x < y & z", "p<q"]]
+
+
+def test_certificate_html_escapes_a_counterexample():
+    from symbounds.core.boxes import CertifyResult
+
+    r = CertifyResult(verdict="refuted", boxes=[], max_bound=None, counterexample={"x": ["1/2", "<script>"]},
+                      undecided=[], seconds=0.5, evaluated=3)
+    out = r._repr_html_()
+    assert "<script>" not in out and "&lt;script&gt;" in out and "<b>refuted</b>" in out

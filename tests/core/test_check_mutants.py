@@ -15,7 +15,7 @@ import pytest
 
 from symbounds.app.cli import main
 from symbounds.core.bound import certify
-from symbounds.core.boxes import BATCH, CertifyOptions
+from symbounds.core.boxes import BATCH, Box, CertifyOptions
 from symbounds.core.certificate import CertificateError, write_certificate
 from symbounds.core.transformer import Embedding, FeedForward, Readout, Transformer
 from symbounds.papers import check_certificate
@@ -208,7 +208,7 @@ def test_check_reports_its_progress_after_every_batch(cert):
     calls = []
     out = check_core(cert, _rebuild_with([]), progress=lambda done, total: calls.append((done, total)))
     assert calls == [(BATCH, N_BOXES), (2 * BATCH, N_BOXES), (N_BOXES, N_BOXES)]
-    assert out == {"boxes": N_BOXES, "max_bound": cert["max_bound"], "eps": "3/5", "d": 1}
+    assert out == {"boxes": N_BOXES, "max_bound": cert["max_bound"], "eps": "3/5", "d": 1, "boxes_at_recorded_prec": 0}
 
 
 def test_a_refuted_grid_check_of_the_target_rejects_the_certificate(cert):
@@ -307,3 +307,69 @@ def test_a_model_that_is_not_the_rebuilt_construction_is_named(cert):
     with pytest.raises(CertificateError) as info:
         check_core(cert, other)
     assert str(info.value) == "the model is not the construction for the recorded instance"
+
+
+# ------------------------------------------------------------------------------------------
+# checked at a lower precision than the recorded one
+
+
+def _third_identity():
+    """``T(x) = 3·10^-400 (10^400 x / 3) = x`` on [0, 1]: float64 cannot hold the weights, so every
+    box goes to Arb, whose enclosure is wider at 53 bits than at 128 (1/3 is not a float)."""
+    big = F(10**400)
+    ffn = FeedForward(W1=((big / 3,),), b1=(0,), W2=((3 / big,),), b2=(0,), skip=0)
+    return Transformer(layers=(ffn,), embedding=Embedding(((0,),), ((1,),)), readout=Readout(0, 0))
+
+
+@pytest.fixture(scope="module")
+def arb_cert():
+    """A certificate whose box bounds are Arb's 128-bit bounds themselves (as a certificate made in
+    Arb records them), and the 53-bit bounds of the same boxes."""
+    from symbounds.core.boxes import box_bound, box_bounds, float_evaluator
+    from symbounds.core.expr import parse_target
+    from symbounds.core.modelfile import model_from_json
+
+    c, res = certify(_third_identity(), "3*x1/2", EPS, CertifyOptions(initial=8, fast=False))
+    assert res.verdict == "proved" and c["prec"] == 128
+    model, g = model_from_json(c["model"]), parse_target("3*x1/2", 1)
+    missed = []  # the boxes that neither the float pass nor Arb at 53 bits bound by the recorded bound
+    for i, b in enumerate(c["boxes"]):
+        box = Box(tuple(map(F, b["lo"])), tuple(map(F, b["hi"])))
+        bound = box_bound(model, g, 1, box, 128)
+        b["bound"] = str(bound)
+        floats = box_bounds(model, g, 1, [box], 53, float_evaluator(model, 53), [bound], recheck=True, arb=False)
+        at53 = box_bound(model, g, 1, box, 53)
+        if floats[0] is None and (at53 is None or at53 > bound):
+            missed.append(i)
+    c["max_bound"] = str(max(F(b["bound"]) for b in c["boxes"]))
+    return c, missed
+
+
+def test_a_128_bit_certificate_checked_at_53_bits_is_accepted(arb_cert):
+    """On most boxes neither the float pass nor Arb at 53 bits reaches the recorded 128-bit bound
+    (asserted, so the test would notice if none did); the check encloses exactly those boxes once
+    more at the recorded 128 bits and accepts."""
+    cert, missed = arb_cert
+    assert len(missed) >= len(cert["boxes"]) // 2
+    info = check_certificate(cert, prec=53)
+    assert info["boxes"] == len(cert["boxes"]) and info["boxes_at_recorded_prec"] == len(missed)
+    assert check_certificate(cert)["boxes_at_recorded_prec"] == 0
+
+
+def test_a_false_bound_is_rejected_at_either_precision(arb_cert):
+    """Box 5's true sup of ``x / 2`` is ``hi / 2``; recorded 2^-200 below it, the retry at the
+    recorded precision must not accept it."""
+    cert, _ = arb_cert
+    bad = copy.deepcopy(cert)
+    bad["boxes"][5]["bound"] = str(F(bad["boxes"][5]["hi"][0]) / 2 - F(1, 2**200))
+    for prec in (53, None):
+        with pytest.raises(CertificateError, match="box 5: the recomputed bound"):
+            check_certificate(bad, prec=prec)
+
+
+def test_a_recorded_precision_out_of_range_is_refused_even_when_another_is_asked(arb_cert):
+    cert, _ = arb_cert
+    bad = copy.deepcopy(cert)
+    bad["prec"] = 1 << 20
+    with pytest.raises(CertificateError, match="'prec' must be an integer number of bits in 53..65536"):
+        check_certificate(bad, prec=128)
