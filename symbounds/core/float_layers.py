@@ -12,6 +12,7 @@ pass multiplies the scores by it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .layers import AttentionWeights, FeedForwardWeights, HeadWeights
 
@@ -32,9 +33,13 @@ class FloatHead(HeadWeights):
 class FloatAttention(AttentionWeights):
     """An attention layer's non-silent heads, skip weight and ``1/tau`` (None) as float balls."""
 
+    @cached_property
+    def _by_index(self) -> dict:
+        return {hd.index: hd for hd in self.heads}
+
     def head(self, h: int) -> FloatHead:
         """The non-silent head whose index in the layer is ``h``."""
-        return next(hd for hd in self.heads if hd.index == h)
+        return self._by_index[h]
 
     def head_items(self):
         """``(index, weights)`` of the non-silent heads, in order."""

@@ -7,10 +7,11 @@ lists of rows of the context's numbers.
 
 ``layer.apply(ev, Z, run, cols)`` is the layer's formula written once against the operations of an
 evaluator ``ev`` (:mod:`symbounds.core.evaluator`): a
-:class:`~symbounds.core.evaluator.ScalarEvaluator` over one context (:func:`symbounds.core.transformer.forward`
-walks the layers, calling ``apply`` on each), or :class:`~symbounds.core.float_boxes.FloatBoxOps`
-over a batch of boxes in float64 (the same classes in float balls, :mod:`symbounds.core.float_layers`).  ``run`` (:class:`Run`) carries what one pass knows
-beyond the state: the model's structure, the cache of input-independent attention results, which
+:class:`~symbounds.core.evaluator.ScalarEvaluator` over one context
+(:func:`symbounds.core.transformer.forward` walks the layers, calling ``apply`` on each), or
+:class:`~symbounds.core.float_boxes.FloatBoxOps` over a batch of boxes in float64 (the same
+classes in float balls, :mod:`symbounds.core.float_layers`).  ``run`` (:class:`Run`) carries what
+one pass knows beyond the state: the model's structure, the cache of input-independent attention results, which
 heads may use it, and the trace being recorded.  The shortcuts each ``apply`` takes are exact
 rewritings, licensed by the structure (docs/performance.md):
 
@@ -115,8 +116,8 @@ class AttentionWeights:
 
     def head_weights(self, ev, h: int, Z, run: Run, rows=None):
         """The attention matrix of head ``h`` at state ``Z``: for an input-independent head the
-        cached one (shared weights read on demand when its weights are shared; else computed once,
-        at one input of the evaluator's batch: ``ev.one_input(Z)``), else computed."""
+        cached one (its shared weights read on demand when they are shared, else computed once at
+        one input of the evaluator's batch, ``ev.one_input(Z)``); for any other head computed."""
         key = (self.index, h)
         if not run.constant_heads.get(key):
             return self.matrix(ev, h, Z, rows)
