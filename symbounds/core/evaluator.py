@@ -8,12 +8,22 @@ models), states being ``D x n`` lists of rows.  The operations:
 
 * ``linear(W, Z)``: ``W Z``, exact zeros of ``W`` skipped (construction weights are sparse);
 * ``add_bias(H, b)``, ``add(A, B)``, ``scale(k, Z)``, ``relu(H)``: entrywise;
+* ``relu_pairs(H, pairs)``: ``relu(H)``, but a linear ReLU pair ``(u, u')`` as ``(h_u, 0)``;
+* ``add_rows(out, rows)`` and ``finish(out)``: a head's contribution added to a layer's output,
+  and the output once every head is in;
 * ``matmul(A, B)``: a dense product by the context's own matrix primitive (:meth:`Context.matmul`);
-* ``attention_matrix(kind, tau, W_Q, W_K, Z, rows)``: the rows ``pi[j, :]`` of softmax (or
-  hardmax) of the scores ``<W_Q z_j, W_K z_k> / tau``;
-* ``head_output(pi, W_V, W_O, Z)``: ``W_O sum_k pi[j, k] W_V z_k`` by the rows ``W_O`` writes;
+* ``attention_matrix(kind, tau, W_Q, W_K, Z, rows, columns)``: the rows ``pi[j, :]`` of softmax
+  (or hardmax) of the scores ``<W_Q z_j, W_K z_k> / tau``;
+* ``head_output(pi, W_V, W_O, Z, columns)``: ``W_O sum_k pi[j, k] W_V z_k`` by the rows ``W_O``
+  writes;
+* ``one_input(Z)``, ``output_columns(Z, cols)``, ``columns``, ``scatter_columns``, ``width``: the
+  state at one input of a batch (where an input-independent quantity is computed once), and the
+  token columns a pruned layer evaluates;
 * ``shared_weights(S, layer, Z)`` and ``shared_output(shared, heads, Zs)``: the first layer's
   shared softmax weights (``shared_softmax.py``) and the output of their heads.
+
+The second implementation, over batches of boxes in outward-rounded float64, is
+:class:`symbounds.core.float_boxes.FloatBoxOps`: the same layers' ``apply`` walk both.
 
 Every operation is an exact rewriting of the formula it names: the evaluator never branches on an
 inexact number (a softmax is shifted by ``ctx.shift_point``, a hardmax argmax decided by
@@ -32,6 +42,9 @@ __all__ = ["ScalarEvaluator", "SharedWeights"]
 
 class ScalarEvaluator:
     """The layer operations over one scalar context ``ctx`` (states are lists of rows)."""
+
+    #: whether the layers may read the first layer's shared softmax weights (:meth:`shared_weights`)
+    shares_softmax = True
 
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -56,10 +69,15 @@ class ScalarEvaluator:
         """``A + B`` entrywise."""
         return [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(A, B)]
 
-    def add_rows(self, out, rows) -> None:
-        """``out[r] += values`` for each ``(r, values)`` of ``rows`` (in place)."""
+    def add_rows(self, out, rows) -> list:
+        """``out[r] += values`` for each ``(r, values)`` of ``rows`` (in place); returns ``out``."""
         for r, crow in rows:
             out[r] = [a + b for a, b in zip(out[r], crow)]
+        return out
+
+    def finish(self, out) -> list:
+        """A layer's output once every head's contribution is added: ``out`` itself."""
+        return out
 
     def scale(self, k, Z) -> list:
         """``k Z``; exact zeros when ``k`` is exactly 0."""
@@ -73,6 +91,22 @@ class ScalarEvaluator:
         relu = self.ctx.relu
         return [[relu(h) for h in row] for row in H]
 
+    def relu_pairs(self, H, pairs) -> list:
+        """``relu(H)`` row by row, except for each linear ReLU pair ``(u, u')`` (``W1[u'] = -W1[u]``,
+        zero biases, ``W2[:, u'] = -W2[:, u]``): row ``u`` is ``H[u]`` itself and row ``u'`` exact
+        zeros, so that ``W2 S`` computes ``W2[:, u] (relu(y) - relu(-y)) = W2[:, u] y`` as the
+        linear map it is."""
+        S = [None] * len(H)
+        if pairs:
+            zero_row = self.zeros(1, len(H[0]))[0]
+            for u, u2 in pairs:
+                S[u] = H[u]
+                S[u2] = zero_row
+        rest = [r for r, s in enumerate(S) if s is None]
+        for r, row in zip(rest, self.relu([H[r] for r in rest])):
+            S[r] = row
+        return S
+
     def is_zero(self, v) -> bool:
         """Whether ``v`` is exactly zero (``ctx.is_zero``: decided, never guessed)."""
         return self.ctx.is_zero(v)
@@ -80,6 +114,19 @@ class ScalarEvaluator:
     def zeros(self, rows: int, cols: int) -> list:
         z = self.ctx.zero
         return [[z] * cols for _ in range(rows)]
+
+    def width(self, Z) -> int:
+        """The number of token columns of the state ``Z``."""
+        return len(Z[0])
+
+    def one_input(self, Z):
+        """The state at one input: ``Z`` itself (a scalar state is one input)."""
+        return Z
+
+    def output_columns(self, out, cols):
+        """The start of a layer's output pruned to the columns ``cols``: all of ``out`` (the other
+        columns are computed, or zero, and not read)."""
+        return out
 
     def columns(self, Z, cols) -> list:
         """The columns ``cols`` of ``Z``."""
@@ -119,9 +166,10 @@ class ScalarEvaluator:
             row[k] = w
         return row
 
-    def attention_matrix(self, kind, tau, WQ, WK, Z, rows=None) -> list:
+    def attention_matrix(self, kind, tau, WQ, WK, Z, rows=None, columns=None) -> list:
         """``pi[j] = softmax_k(<W_Q z_j, W_K z_k> / tau)`` (or hardmax) for every query ``j``, or
-        only for ``j`` in ``rows`` (the others None)."""
+        only for ``j`` in ``rows`` (the others None); every column ``k``, whatever ``columns``
+        (the tokens that carry values: :meth:`head_output` finds them from the values)."""
         ctx = self.ctx
         Q = self.linear(WQ, Z)
         K = self.linear(WK, Z)
@@ -141,7 +189,7 @@ class ScalarEvaluator:
             pi.append(self.softmax(scores) if kind == "softmax" else self.hardmax(scores))
         return pi
 
-    def head_output(self, pi, WV, WO, Z) -> list:
+    def head_output(self, pi, WV, WO, Z, columns=None) -> list:
         """``[(row, values)]``: the rows of ``W_O sum_k pi[j][k] W_V z_k`` that ``W_O`` can write.
 
         Only the columns ``k`` of ``pi`` whose value ``W_V z_k`` is not exactly zero are read (most

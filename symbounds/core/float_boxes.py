@@ -13,7 +13,14 @@ Where float64 cannot decide (a denominator whose range contains 0, a non-finite 
 too wide for the claim), the caller falls back to the Arb Taylor models, box by box
 (:func:`symbounds.core.boxes.box_bounds`).
 
-Structure found from the weights, as in :func:`symbounds.core.transformer.forward`:
+The pass is the second evaluator of the layers of :mod:`symbounds.core.layers`: its layer records
+(:mod:`symbounds.core.float_layers`) are those classes in float balls, and :class:`FloatBoxOps`
+implements the evaluator operations over a batch, so the attention and feed-forward formulas are
+the layers' one ``apply``, walked as :func:`symbounds.core.transformer.forward` walks them.  Its
+own steps are the embedding over the boxes, the composition of the affine prefix and the readout;
+the compiled kernel (:mod:`symbounds.core.fused_boxes`) is a shortcut for the pass after the prefix.
+
+Structure found from the weights (:class:`~symbounds.core.structure.ModelStructure`):
 
 * the *affine prefix* ``Z(x) = F_0 + sum_i x_i F_i`` (leading layers affine in ``x``) is computed
   once, as float intervals at ``x = 0`` and ``x = e_i``; a head whose scores are input
@@ -38,10 +45,11 @@ from . import outward as fo
 from .contexts import BallContext
 from .exact import arb_to_fraction, as_fraction
 from .float_layers import FloatAttention, FloatFeedForward, FloatHead
+from .layers import Run
 from .network import Attention
 from .transformer import Transformer
 
-__all__ = ["FTM", "FloatBoxEvaluator", "evaluator"]
+__all__ = ["FTM", "FloatBoxEvaluator", "FloatBoxOps", "evaluator"]
 
 #: Largest number of array entries one batch may create in its widest operation.
 _BATCH_ENTRIES = 1 << 22
@@ -308,20 +316,23 @@ class FloatBoxEvaluator:
                     if (i, h) in silent:
                         continue
                     mats = [_matrix(_pick(getattr(head, w), getattr(nh, w)), conv) for w in ("W_Q", "W_K", "W_V", "W_O")]
-                    heads.append(FloatHead(h, *mats, bool(const.get((i, h))), vcols0.get(h) if i == 0 else None))
+                    heads.append(FloatHead(*mats, value_columns=vcols0.get(h) if i == 0 else None, index=h,
+                                           const=bool(const.get((i, h)))))
                 tau = None if layer.tau is None else _scalar(_pick(layer.tau, nlayer.tau), conv, True, ball)
-                self.layers.append(FloatAttention(tuple(heads), _scalar(_pick(layer.skip, nlayer.skip), conv), tau))
+                self.layers.append(FloatAttention(i, layer.kind, _scalar(_pick(layer.skip, nlayer.skip), conv), tau,
+                                                  tuple(heads)))
             else:
                 W1 = _matrix(_pick(layer.W1, nlayer.W1), conv)
                 b1 = _vector(_pick(layer.b1, nlayer.b1), conv)
                 W2 = _matrix(_pick(layer.W2, nlayer.W2), conv)
                 b2 = _vector(_pick(layer.b2, nlayer.b2), conv)
-                self.layers.append(FloatFeedForward(W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer.skip), conv),
+                self.layers.append(FloatFeedForward(i, W1, b1, W2, b2, _scalar(_pick(layer.skip, nlayer.skip), conv),
                                                      st.relu_pairs[i]))
         conv = _converter(ball)
         self.base = _matrix(_pick(model.embedding.base, num.embedding.base), conv)
         self.E = _matrix(_pick(model.embedding.E, num.embedding.E), conv)
         self.readout = model.readout
+        self.structure = st
         self.needed = st.needed_columns
         self.prefix = st.affine_prefix
         self.dep = st.prefix_dependence
@@ -348,69 +359,31 @@ class FloatBoxEvaluator:
         return FTM(c, G, r)
 
     def _run(self, bx: _Boxes, Z: FTM, start: int, stop: int, prune: bool, shared_scores: bool):
-        """``(Z_stop, cols)``: the layers ``start..stop-1``; with ``prune``, the first layer that
-        only the readout's column needs keeps only ``cols`` (None if no layer pruned)."""
+        """``(Z_stop, cols)``: the layers ``start..stop-1``, each layer's ``apply`` walked with
+        :class:`FloatBoxOps`; with ``prune``, the first layer that only the readout's column needs
+        keeps only ``cols`` (None if no layer pruned); with ``shared_scores``, an input-independent
+        head's softmax is computed once, at the first box (the points of the affine prefix)."""
+        ops = FloatBoxOps(bx)
+        run = self._walk(shared_scores)
         kept = None
         for i in range(start, stop):
-            layer = self.layers[i]
             cols = self.needed.get(i) if (prune and kept is None) else None
-            if isinstance(layer, FloatAttention):
-                Z = self._attention(bx, layer, Z, cols, shared_scores)
-            else:
-                Z = self._ffn(bx, layer, Z, cols)
+            Z = self.layers[i].apply(ops, Z, run, cols)
             kept = kept if cols is None else list(cols)
         return Z, kept
 
+    def _walk(self, shared_scores: bool) -> Run:
+        """A pass's :class:`~symbounds.core.layers.Run`: the input-independent heads may share one
+        softmax only with ``shared_scores`` (after the prefix each box's state is its own)."""
+        return Run(self.structure, {}, self.structure.constant_heads if shared_scores else {})
+
     def _attention(self, bx, layer, Z: FTM, cols, shared_scores) -> FTM:
-        heads, skip, tau = layer.heads, layer.skip, layer.tau
-        out = bx.scale(skip, Z) if skip[0] or skip[1] else None
-        if cols is not None:
-            out = None if out is None else out[:, list(cols)]
-        for head in heads:
-            WQ, WK, WV, WO, const, vcols = head.W_Q, head.W_K, head.W_V, head.W_O, head.const, head.value_columns
-            one = shared_scores and const  # input-independent scores: the first point serves all
-            sbx = _Boxes(bx.h[:1]) if one else bx
-            src = FTM(Z.c[:1], None if Z.G is None else Z.G[:1], Z.r[:1]) if one else Z
-            Q = sbx.linear(WQ, src)
-            K = sbx.linear(WK, src)
-            if cols is not None:
-                Q = Q[:, list(cols)]
-            V = bx.linear(WV, Z)
-            if Q.G is None and K.G is None and V.G is None:
-                # intervals (the points of the affine prefix): only the value columns' weights
-                keep = list(range(V.c.shape[2])) if vcols is None else vcols
-                pi, ok = _softmax_interval(Q, K, tau, keep)
-                A = _interval_matmul(pi, FTM(V.c[:, :, keep], None, V.r[:, :, keep]))
-            else:
-                pi, ok = _softmax(sbx, Q, K, tau)
-                A = _weighted_values(bx, pi, V)
-            bx.bad |= ~ok.all(axis=1)
-            contrib = bx.linear(WO, A)
-            out = contrib if out is None else bx.add(out, contrib)
-        if out is None:
-            n = Z.c.shape[2] if cols is None else len(cols)
-            z = np.zeros((Z.c.shape[0], Z.c.shape[1], n))
-            out = FTM(z, None, z.copy())
-        return out
+        """One attention layer (``layer.apply`` over :class:`FloatBoxOps`)."""
+        return layer.apply(FloatBoxOps(bx), Z, self._walk(shared_scores), cols)
 
     def _ffn(self, bx, layer, Z: FTM, cols) -> FTM:
-        W1, b1, W2, b2, skip, pairs = layer.W1, layer.b1, layer.W2, layer.b2, layer.skip, layer.pairs
-        if cols is not None:
-            Z = Z[:, list(cols)]
-        H = _add_bias(bx, bx.linear(W1, Z), b1)
-        S = bx.relu(H)
-        if pairs:
-            idx = [u for u, _ in pairs]
-            idx2 = [u2 for _, u2 in pairs]
-            S.c[:, idx], S.r[:, idx] = H.c[:, idx], H.r[:, idx]
-            S.c[:, idx2], S.r[:, idx2] = 0.0, 0.0
-            if S.G is not None:
-                S.G[:, :, idx] = H.G[:, :, idx]
-                S.G[:, :, idx2] = 0.0
-        out = _add_bias(bx, bx.linear(W2, S), b2)
-        if skip[0] or skip[1]:
-            out = bx.add(out, bx.scale(skip, Z))
-        return out
+        """One feed-forward layer (``layer.apply`` over :class:`FloatBoxOps`)."""
+        return layer.apply(FloatBoxOps(bx), Z, self._walk(False), cols)
 
     def setup(self):
         """The one-off work: the affine prefix (:meth:`_prefix`).  Raises ValueError when float64
@@ -518,16 +491,27 @@ class FloatBoxEvaluator:
             res[5][sl] = np.where(fin, axis, -1)
         return tuple(res)
 
-    def _batch(self, x0, h):
+    def walk(self, lo, hi):
+        """``(lo, hi, ok)`` as :meth:`ranges`, but every layer walked over the boxes from the
+        embedding (no affine prefix, no fused kernel): the plain pass the shortcuts rewrite."""
+        x0, h = _centres(lo, hi)
+        with np.errstate(all="ignore"):
+            a, b, bad = self._batch(x0, h, shortcuts=False)[:3]
+        return a, b, np.isfinite(a) & np.isfinite(b) & ~bad
+
+    def _batch(self, x0, h, shortcuts: bool = True):
         bx = _Boxes(h)
-        fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read)  # compiled, where it applies
+        fused = None
+        if shortcuts:
+            fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read)  # compiled, where it applies
         if fused is not None:
             T = FTM(*fused[:3])
             bx.bad |= fused[3]
         else:
+            start = self.prefix if shortcuts else 0
             with np.errstate(all="ignore"):
-                Z = self._from_prefix(bx, x0) if self.prefix > 0 else self._embed(bx, x0)
-            Z, kept = self._run(bx, Z, self.prefix, len(self.layers), prune=True, shared_scores=False)
+                Z = self._from_prefix(bx, x0) if start > 0 else self._embed(bx, x0)
+            Z, kept = self._run(bx, Z, start, len(self.layers), prune=True, shared_scores=False)
             ro = self.readout
             j = ro.column if kept is None else kept.index(ro.column)
             T = Z[ro.row, j]
@@ -657,6 +641,149 @@ def _add_bias(bx: _Boxes, a: FTM, b) -> FTM:
         return a
     r = np.zeros_like(bm) if br is None else br
     return bx.add(a, FTM(bm[None, :, None], None, r[None, :, None]))
+
+
+class _ZeroState:
+    """Exact zeros of shape ``(B, D, n)``, not yet made: a layer's output with skip weight 0 before
+    its first head is added (that head's contribution is then the output, with no rounding)."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def ftm(self) -> FTM:
+        z = np.zeros(self.shape)
+        return FTM(z, None, z.copy())
+
+
+class FloatBoxOps:
+    """The layer operations of :mod:`symbounds.core.evaluator` over the batch of boxes ``bx``: the
+    second evaluator the layers' ``apply`` (:mod:`symbounds.core.layers`) is walked with.
+
+    States are :class:`FTM` arrays ``(B, D, n)`` (``G`` None for float intervals: the points of the
+    affine prefix), weights float balls ``(Wm, Wr)`` (:mod:`symbounds.core.float_layers`), and the
+    arithmetic is :class:`_Boxes`'s, every float operation rounded outward.  The box pass's own
+    tightening steps are these operations:
+
+    * ``attention_matrix``: over intervals, the interval softmax of :func:`_softmax_interval`
+      (only the value-carrying ``columns`` kept); over Taylor models, :func:`_softmax`, shifted by
+      an exact affine model (:func:`_shift`); a box whose softmax normaliser may be 0 is marked in
+      ``bx.bad`` (the caller hands it to the Arb path);
+    * ``one_input``: the first box's row, where an input-independent head's scores are computed
+      once for the whole batch (the matrix, of batch size 1, broadcasts over the boxes);
+    * ``output_columns``, ``columns``, ``scatter_columns``: a pruned layer keeps only the columns
+      it evaluates (the others are never read), so later states have those columns only;
+    * ``scale`` by an exact 0 is a lazy zero, which the first head's contribution replaces.
+    """
+
+    #: the first layer's shared softmax weights are an exact-arithmetic device, not used here
+    shares_softmax = False
+
+    def __init__(self, bx: _Boxes):
+        self.bx = bx
+
+    # --- entrywise and linear ---------------------------------------------------------------------
+    def linear(self, W, Z) -> FTM:
+        return self.bx.linear(W, Z)
+
+    def add_bias(self, H, b) -> FTM:
+        return _add_bias(self.bx, H, b)
+
+    def add(self, A, B) -> FTM:
+        return self.bx.add(A, B)
+
+    def is_zero(self, k) -> bool:
+        """Whether the float ball ``k = (km, kr)`` is exactly 0."""
+        return not (k[0] or k[1])
+
+    def scale(self, k, Z):
+        """``k Z``; a lazy zero for ``k`` exactly 0."""
+        if self.is_zero(k):
+            return _ZeroState(Z.c.shape)
+        return self.bx.scale(k, Z)
+
+    def relu(self, H) -> FTM:
+        return self.bx.relu(H)
+
+    def relu_pairs(self, H: FTM, pairs) -> FTM:
+        """``relu(H)`` with each linear pair ``(u, u')`` as ``(H[u], 0)``
+        (:meth:`~symbounds.core.evaluator.ScalarEvaluator.relu_pairs`)."""
+        S = self.bx.relu(H)
+        if pairs:
+            idx = [u for u, _ in pairs]
+            idx2 = [u2 for _, u2 in pairs]
+            S.c[:, idx], S.r[:, idx] = H.c[:, idx], H.r[:, idx]
+            S.c[:, idx2], S.r[:, idx2] = 0.0, 0.0
+            if S.G is not None:
+                S.G[:, :, idx] = H.G[:, :, idx]
+                S.G[:, :, idx2] = 0.0
+        return S
+
+    def add_rows(self, out, contrib: FTM) -> FTM:
+        """``out + contrib`` (``contrib`` itself on a lazy zero)."""
+        return contrib if isinstance(out, _ZeroState) else self.bx.add(out, contrib)
+
+    def finish(self, out) -> FTM:
+        return out.ftm() if isinstance(out, _ZeroState) else out
+
+    # --- columns and batch rows --------------------------------------------------------------------
+    def width(self, Z) -> int:
+        return Z.c.shape[2]
+
+    def one_input(self, Z: FTM) -> FTM:
+        """The first box's state (batch size 1)."""
+        return FTM(Z.c[:1], None if Z.G is None else Z.G[:1], Z.r[:1])
+
+    def output_columns(self, out, cols):
+        """Only the columns ``cols`` of ``out`` (all for None)."""
+        if cols is None:
+            return out
+        if isinstance(out, _ZeroState):
+            return _ZeroState(out.shape[:2] + (len(cols),))
+        return out[:, list(cols)]
+
+    def columns(self, Z: FTM, cols) -> FTM:
+        return Z[:, list(cols)]
+
+    def scatter_columns(self, sub: FTM, cols, n: int) -> FTM:
+        """``sub`` itself: the state keeps only the columns ``cols`` (the others are not read)."""
+        return sub
+
+    # --- attention ----------------------------------------------------------------------------------
+    def _boxes_of(self, Z: FTM) -> _Boxes:
+        """The boxes of ``Z``'s batch: ``bx``, or its first box for :meth:`one_input`'s state."""
+        B = Z.c.shape[0]
+        return self.bx if B == self.bx.h.shape[0] else _Boxes(self.bx.h[:B])
+
+    def attention_matrix(self, kind, tau, WQ, WK, Z: FTM, rows=None, columns=None) -> FTM:
+        """``pi[b, j, k]`` for the query columns ``rows`` (all for None); over intervals only the
+        columns ``columns`` (all for None); ``tau`` is the ball of ``1/tau``.  Boxes whose
+        normaliser may be 0 are marked in ``bx.bad``."""
+        sbx = self._boxes_of(Z)
+        Q = sbx.linear(WQ, Z)
+        K = sbx.linear(WK, Z)
+        if rows is not None:
+            Q = Q[:, list(rows)]
+        if Z.G is None:
+            keep = list(range(K.c.shape[2])) if columns is None else columns
+            pi, ok = _softmax_interval(Q, K, tau, keep)
+        else:
+            pi, ok = _softmax(sbx, Q, K, tau)
+        self.bx.bad |= ~ok.all(axis=1)
+        return pi
+
+    def head_output(self, pi: FTM, WV, WO, Z: FTM, columns=None) -> FTM:
+        """``W_O A`` with ``A[b, a, j] = sum_k pi[b, j, k] (W_V Z)[b, a, k]`` (over intervals the
+        columns ``columns`` of ``pi``, as :meth:`attention_matrix` kept them)."""
+        bx = self.bx
+        V = bx.linear(WV, Z)
+        if Z.G is None:
+            keep = list(range(V.c.shape[2])) if columns is None else columns
+            A = _interval_matmul(pi, FTM(V.c[:, :, keep], None, V.r[:, :, keep]))
+        else:
+            A = _weighted_values(bx, pi, V)
+        return bx.linear(WO, A)
 
 
 def _centres(lo, hi):

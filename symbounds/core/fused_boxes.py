@@ -765,8 +765,9 @@ def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_ta
 
 def _ffn_batch(h, zc, zG, zr, W1m, W1r, has1, b1m, b1r, has_b1, W2m, W2r, has2, b2m, b2r, has_b2,
                pair_keep, pair_zero, skip_m, skip_r, gam, out_c, out_G, out_r):
-    """A feed-forward layer over a batch (``_FloatBoxEvaluator._ffn``): ``W2 relu(W1 z + b1) + b2``
-    plus the skip, the linear pairs' first units passed through and their second units zero."""
+    """A feed-forward layer over a batch (``FeedForwardWeights.apply`` over ``float_boxes.FloatBoxOps``):
+    ``W2 relu(W1 z + b1) + b2`` plus the skip, the linear pairs' first units passed through and their
+    second units zero."""
     B, d = h.shape
     D, nq = zc.shape[1], zc.shape[2]
     Hn = W1m.shape[0]

@@ -6,9 +6,12 @@ by name (``layer.heads[h].W_Q``, ``layer.skip``, ``layer.pairs``), never by posi
 lists of rows of the context's numbers.
 
 ``layer.apply(ev, Z, run, cols)`` is the layer's formula written once against the operations of an
-evaluator ``ev`` (:mod:`symbounds.core.evaluator`); :func:`symbounds.core.transformer.forward`
-walks the layers, calling ``apply`` on each.  ``run`` (:class:`Run`) carries what one pass knows
-beyond the state: the model's structure, the cache of input-independent attention results, which
+evaluator ``ev`` (:mod:`symbounds.core.evaluator`): a
+:class:`~symbounds.core.evaluator.ScalarEvaluator` over one context
+(:func:`symbounds.core.transformer.forward` walks the layers, calling ``apply`` on each), or
+:class:`~symbounds.core.float_boxes.FloatBoxOps` over a batch of boxes in float64 (the same
+classes in float balls, :mod:`symbounds.core.float_layers`).  ``run`` (:class:`Run`) carries what
+one pass knows beyond the state: the model's structure, the cache of input-independent attention results, which
 heads may use it, and the trace being recorded.  The shortcuts each ``apply`` takes are exact
 rewritings, licensed by the structure (docs/performance.md):
 
@@ -47,7 +50,7 @@ class Run:
         key = ("shared", layer.index)
         if key in self.cache:
             return self.cache[key]
-        S = self.structure.shared_layer(layer.index)
+        S = self.structure.shared_layer(layer.index) if ev.shares_softmax else None
         val = None if S is None else ev.shared_weights(S, layer, Z)
         self.cache[key] = val
         return val
@@ -75,12 +78,15 @@ class EmbeddingWeights:
 
 @dataclass(frozen=True, eq=False)
 class HeadWeights:
-    """One attention head: ``W_Q, W_K`` are ``d_k x D``, ``W_V`` is ``d_v x D``, ``W_O`` is ``D x d_v``."""
+    """One attention head: ``W_Q, W_K`` are ``d_k x D``, ``W_V`` is ``d_v x D``, ``W_O`` is ``D x d_v``;
+    ``value_columns``: the tokens ``k`` whose values ``W_V z_k`` can be nonzero, when known from the
+    weights (a first layer evaluated from the model input), else None."""
 
     W_Q: list
     W_K: list
     W_V: list
     W_O: list
+    value_columns: list | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,33 +100,47 @@ class AttentionWeights:
     tau: object
     heads: tuple  # of HeadWeights
 
+    def head(self, h: int) -> HeadWeights:
+        """The weights of head ``h`` (the head's index in the layer)."""
+        return self.heads[h]
+
+    def head_items(self):
+        """``(h, weights)`` for the layer's heads, in order."""
+        return enumerate(self.heads)
+
     def matrix(self, ev, h: int, Z, rows=None):
-        """``pi_h`` at state ``Z``, computed (only the query rows ``rows`` when given)."""
-        hw = self.heads[h]
-        return ev.attention_matrix(self.kind, self.tau, hw.W_Q, hw.W_K, Z, rows)
+        """``pi_h`` at state ``Z``, computed (only the query rows ``rows`` when given; an evaluator
+        may leave out the token columns outside the head's ``value_columns``)."""
+        hw = self.head(h)
+        return ev.attention_matrix(self.kind, self.tau, hw.W_Q, hw.W_K, Z, rows, columns=hw.value_columns)
 
     def head_weights(self, ev, h: int, Z, run: Run, rows=None):
         """The attention matrix of head ``h`` at state ``Z``: for an input-independent head the
-        cached one (shared weights read on demand when its weights are shared), else computed."""
+        cached one (its shared weights read on demand when they are shared, else computed once at
+        one input of the evaluator's batch, ``ev.one_input(Z)``); for any other head computed."""
         key = (self.index, h)
         if not run.constant_heads.get(key):
             return self.matrix(ev, h, Z, rows)
         pi = run.cache.get(key)
         if pi is None:
             shared = run.shared(ev, self, Z)
-            pi = ev.shared_matrix(shared, h) if shared is not None and h in shared.S.index else self.matrix(ev, h, Z)
+            if shared is not None and h in shared.S.index:
+                pi = ev.shared_matrix(shared, h)
+            else:
+                pi = self.matrix(ev, h, ev.one_input(Z))
             run.cache[key] = pi
         return pi
 
     def apply(self, ev, Z, run: Run, cols=None):
         """``skip Z + sum_h W_O^h V_h pi_h^T`` (only the query rows ``cols`` of ``pi_h`` when given;
-        the other columns of the result are then not the layer's output and are not read)."""
+        the other columns of the result are then not the layer's output and are not read: the
+        evaluator may drop them, ``ev.output_columns``)."""
         i = self.index
         tr = run.trace
         silent = run.structure.silent_heads
-        out = ev.scale(self.skip, Z)
+        out = ev.output_columns(ev.scale(self.skip, Z), cols)
         pis = []
-        for h, hw in enumerate(self.heads):
+        for h, hw in self.head_items():
             key = (i, h)
             if key in silent:  # W_O W_V = 0: W_O sum_k pi_jk W_V z_k = 0 whatever pi is
                 if tr is not None:
@@ -131,13 +151,13 @@ class AttentionWeights:
             constant_output = run.constant_heads.get(key) == "output"
             contrib = run.cache.get(("out", key)) if constant_output else None
             if contrib is None:
-                contrib = ev.head_output(pi, hw.W_V, hw.W_O, Z)
+                contrib = ev.head_output(pi, hw.W_V, hw.W_O, Z, columns=hw.value_columns)
                 if constant_output:  # neither scores nor values depend on the input
                     run.cache[("out", key)] = contrib
-            ev.add_rows(out, contrib)
+            out = ev.add_rows(out, contrib)
         if tr is not None:
             tr.attention[i] = pis
-        return out
+        return ev.finish(out)
 
     def apply_all(self, ev, Zs, run: Run):
         """:meth:`apply` at every state of ``Zs`` at once, for an input-independent layer (the
@@ -190,25 +210,17 @@ class FeedForwardWeights:
 
     def apply(self, ev, Z, run: Run, cols=None):
         """``skip Z + W2 relu(W1 Z + b1) + b2``, token-wise: with ``cols``, only those columns are
-        evaluated (exact zeros elsewhere)."""
-        if cols is not None and len(cols) < len(Z[0]):
+        evaluated (exact zeros elsewhere, or dropped: ``ev.scatter_columns``)."""
+        if cols is not None and len(cols) < ev.width(Z):
             sub = self.apply(ev, ev.columns(Z, cols), run)
-            return ev.scatter_columns(sub, cols, len(Z[0]))
+            return ev.scatter_columns(sub, cols, ev.width(Z))
         H = self.preactivation(ev, Z)
         if run.trace is not None:
             run.trace.preactivation[self.index] = H
         # A pair of units (u, u') with W1[u'] = -W1[u], zero biases and W2[:, u'] = -W2[:, u]
         # computes W2[:, u] (relu(y) - relu(-y)) = W2[:, u] y exactly: evaluate it as the linear map
         # it is (tighter enclosures, and linear in the input for a Taylor model).
-        S = [None] * len(H)
-        if self.pairs:
-            zero_row = ev.zeros(1, len(Z[0]))[0]
-            for u, u2 in self.pairs:
-                S[u] = H[u]
-                S[u2] = zero_row
-        rest = [r for r, s in enumerate(S) if s is None]
-        for r, row in zip(rest, ev.relu([H[r] for r in rest])):
-            S[r] = row
+        S = ev.relu_pairs(H, self.pairs)
         out = ev.add_bias(ev.linear(self.W2, S), self.b2)
         if not ev.is_zero(self.skip):
             out = ev.add(out, ev.scale(self.skip, Z))

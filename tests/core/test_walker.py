@@ -8,7 +8,9 @@ near-tied softmax scores are evaluated
 * in Arb balls at points (the ball contains the reference),
 * in first-order Taylor models over boxes and in the float box evaluator over a batch of boxes,
   the boxes in random order (the enclosure contains the reference at the box's corners and centre
-  and at random points, and does not depend on the order of the batch),
+  and at random points, and does not depend on the order of the batch); both evaluators walk the
+  same layer objects' ``apply`` (the scalar one over each box's Taylor models, the float one over
+  the batch: ``FloatBoxOps``), with their shortcuts and without,
 
 against a 300-bit mpmath (or exact ``Fraction``) evaluation of ``Z_0 = base + E x``,
 ``out_j = rho z_j + sum_h W_O^h sum_k pi_h[j, k] W_V^h z_k`` and
@@ -25,11 +27,13 @@ from fractions import Fraction
 import mpmath
 import pytest
 
-from symbounds.core import float_boxes
+from symbounds.core import float_boxes, fused_boxes
 from symbounds.core.contexts import BallContext, ExactContext, Undecided
+from symbounds.core.evaluator import ScalarEvaluator
 from symbounds.core.exact import arb_to_fraction, as_fraction
+from symbounds.core.layers import AttentionWeights, FeedForwardWeights
 from symbounds.core.taylor import TaylorContext
-from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, forward
+from symbounds.core.transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer, embed, forward
 
 F = Fraction
 
@@ -260,6 +264,94 @@ def test_taylor_walk_and_float_boxes_enclose_the_reference_in_random_box_order(s
                 assert _inside(ref, t_lo, t_hi)
             if ok:
                 assert _inside(ref, f_lo, f_hi)
+
+
+def _spy_on_apply(monkeypatch):
+    """Record ``(evaluator class, layer index)`` for every call of a layer's ``apply``."""
+    calls = []
+    for cls in (AttentionWeights, FeedForwardWeights):
+        real = cls.apply
+
+        def spy(self, ev, Z, run, cols=None, _real=real):
+            calls.append((type(ev), self.index))
+            return _real(self, ev, Z, run, cols)
+
+        monkeypatch.setattr(cls, "apply", spy)
+    return calls
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_both_evaluators_walk_the_same_layers_and_enclose_the_reference(seed, monkeypatch):
+    """Random networks (skips, input-independent heads, silent heads, ReLU pairs, near-tied
+    positional scores) over boxes in random order: the scalar evaluator (Taylor models over each
+    box, from the model input and from the embedded state) and the float box evaluator (the batch,
+    with its affine prefix and without it) walk the same layers' ``apply`` -- every layer by each
+    -- and every enclosure contains the 300-bit reference at the corners, centre and random points
+    of its box; the float ones do not depend on the batch's order.  A network whose readout bias is
+    moved by 1/7 gets a float enclosure on a point box that excludes the original's value."""
+    rng = random.Random(500 + seed)
+    spec = _with_final_ffn(rng, random_spec(rng)) if seed % 3 == 0 else random_spec(rng)
+    model = build(spec)
+    d = len(spec[1][0])
+    L = len(spec[3])
+    monkeypatch.setattr(fused_boxes, "ENABLED", False)  # the walk after the prefix, not the kernel
+    calls = _spy_on_apply(monkeypatch)
+    ev = float_boxes.evaluator(model)
+    ev.setup()  # the affine prefix: its layers walked at the points x = 0, e_i
+    scalar_layers = model.numeric(BallContext(128)).layers
+    for fl, nl in zip(ev.layers, scalar_layers):
+        assert isinstance(fl, type(nl)) and type(fl).apply is type(nl).apply
+    assert {i for cls, i in calls if cls is float_boxes.FloatBoxOps} == set(range(ev.prefix))
+    boxes = _boxes(rng, d, 7)
+    order = list(range(len(boxes)))
+    rng.shuffle(order)
+    got = {}
+    for name, run in (("prefix", ev.ranges), ("walk", ev.walk)):
+        for perm in (order, order[::-1]):
+            del calls[:]
+            lo_f, hi_f, ok_f = run([boxes[i][0] for i in perm], [boxes[i][1] for i in perm])
+            walked = {i for cls, i in calls if cls is float_boxes.FloatBoxOps}
+            assert walked == set(range(ev.prefix if name == "prefix" else 0, L))
+            for pos, i in enumerate(perm):
+                res = (bool(ok_f[pos]), F(float(lo_f[pos])), F(float(hi_f[pos])))
+                assert got.setdefault((name, i), res) == res  # the same whatever the order
+    for name in ("prefix", "walk"):  # most boxes are enclosed (not handed to Arb), so the checks below bite
+        assert sum(got[(name, i)][0] for i in order) >= len(order) // 2
+    for i in order:
+        lo, hi = boxes[i]
+        centre = [(a + b) / 2 for a, b in zip(lo, hi)]
+        half = [(b - a) / 2 for a, b in zip(lo, hi)]
+        ctx = TaylorContext(128, centre, half)
+        taylor = []
+        for kw in ({}, {"start": 0}):
+            del calls[:]
+            try:
+                xs = ctx.inputs() if not kw else embed(ctx, model, ctx.inputs())
+                T = forward(ctx, model, xs, **kw)
+                with ctx.ball.scope():
+                    taylor.append(_mp_of_arb(T.range()))
+            except Undecided:
+                continue
+            walked = {j for cls, j in calls if cls is ScalarEvaluator}
+            assert walked >= set(range(model.affine_prefix() if not kw else 0, L))
+        for x in _points(rng, lo, hi):
+            ref = ref_forward(spec, x, exact=False)
+            for t_lo, t_hi in taylor:
+                assert _inside(ref, t_lo, t_hi)
+            for name in ("prefix", "walk"):
+                ok, f_lo, f_hi = got[(name, i)]
+                if ok:
+                    assert _inside(ref, f_lo, f_hi), (name, i, x)
+    # a tampered readout bias: the float enclosure on a point box excludes the original's value
+    full = _with_final_ffn(rng, spec)
+    x = [F(1, 5)] * d
+    ref = ref_forward(full, x, exact=False)
+    for net, inside in ((full, True), (_tamper(full, "readout"), False)):
+        fev = float_boxes.evaluator(build(net))
+        fev.setup()
+        for run in (fev.ranges, fev.walk):
+            lo_t, hi_t, ok_t = run([x], [x])
+            assert ok_t[0] and _inside(ref, F(float(lo_t[0])), F(float(hi_t[0]))) == inside
 
 
 def test_a_near_tie_of_softmax_scores_is_enclosed():
