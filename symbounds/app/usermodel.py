@@ -31,8 +31,9 @@ def add_bound_arguments(b) -> None:
     b.epilog = ("examples:\n"
                 "  symbounds bound net.json --box 0:1 --split 6\n"
                 "  symbounds bound net.json --box=-1:1,0:1/2 --width 1/16 --json")
-    b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1), or an ONNX graph "
-                                                        "(imported on the fly; extra: onnx)")
+    b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1 or the layer graph "
+                                                        "symbounds-graph/1), or an ONNX graph (imported on the "
+                                                        "fly; extra: onnx)")
     b.add_argument("--box", required=True, metavar="LO:HI[,LO:HI...]",
                    help="one interval per input; token-set models: D*n intervals, token by token "
                         "(interval j*D + r bounds feature r of token j); write --box=-1:1 for a "
@@ -160,17 +161,36 @@ def _prec(p: int) -> int:
     return precision(p)
 
 
+def _load_model(path: str, what: str):
+    """:func:`_load` for the commands that take a ``symbounds-transformer/1`` network only."""
+    from ..core.graph import Graph
+
+    model = _load(path)
+    if isinstance(model, Graph):
+        raise UsageError(f"{path}: a layer graph (MLP, normalisations) is read by 'symbounds bound' only; "
+                         f"{what} takes a symbounds-transformer/1 network")
+    return model
+
+
 def _load(path: str):
     """A model file, or an ONNX graph imported on the fly (by its name, ``.onnx``, or its bytes)."""
     from ..core.vnncomp import VnncompError, load_network
 
-    if path.endswith((".onnx", ".onnx.gz")):
+    from ..core.graph_file import load_network as load_any
+    from ..core.onnx_io import OnnxError
+
+    if path.endswith(".onnx"):  # a model file's network, else a layer graph
+        try:
+            return load_any(path)
+        except OnnxError as e:
+            raise UsageError(str(e)) from None
+    if path.endswith(".onnx.gz"):
         try:
             return load_network(path)[0]
         except VnncompError as e:
             raise UsageError(str(e)) from None
     try:
-        return load_model(path)
+        return load_any(path)
     except ModelFileError as e:
         if "not valid JSON" not in str(e):
             raise UsageError(str(e)) from None
@@ -286,7 +306,7 @@ def run_model_certify(args) -> int:
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    model = _load(args.model)  # every malformed part reported before any work
+    model = _load_model(args.model, "certify --model")  # every malformed part reported before any work
     check_certificate_out(args)
     bar = Bar(args, "box")
     try:
@@ -324,7 +344,7 @@ def run_model_certify(args) -> int:
 def _certify_spec(args, prec: int) -> int:
     from ..core.vnnlib import SpecError, parse_vnnlib, read_vnnlib_text, verify
 
-    model = _load(args.model)
+    model = _load_model(args.model, "certify --spec")
     timeout = timeout_seconds(getattr(args, "timeout", None))
     check_out_folders(args.out)
     bar = Bar(args, "box")
@@ -375,7 +395,7 @@ def _export(args) -> int:
     from ..core.onnx_export import export_onnx
     from ..core.onnx_io import OnnxError
 
-    model = _load(args.model)
+    model = _load_model(args.model, "export")
     check_out_folders(args.onnx)
     try:
         export_onnx(model, args.onnx)
