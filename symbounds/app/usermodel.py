@@ -176,7 +176,7 @@ def _load(path: str):
     """A model file, or an ONNX graph imported on the fly (by its name, ``.onnx``, or its bytes)."""
     from ..core.vnncomp import VnncompError, load_network
 
-    from ..core.graph_file import load_network as load_any
+    from ..core.networks import load_network as load_any
     from ..core.onnx_io import OnnxError
 
     if path.endswith(".onnx"):  # a model file's network, else a layer graph

@@ -40,7 +40,7 @@ import math
 import flint
 
 from .contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MPContext
-from .taylor import TM, TaylorContext, _up
+from .taylor import TM, TaylorContext
 
 __all__ = ["relu", "leaky_relu", "tanh", "erf", "sigmoid", "softplus", "exp", "gelu", "gelu_tanh",
            "rsqrt_from", "taylor_unary", "GELU_A"]
@@ -83,6 +83,11 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
         return out
 
 
+def _up(x: flint.arb) -> flint.arb:
+    """An exact upper bound (a radius-0 ball) of a nonnegative quantity."""
+    return flint.arb(x.upper())
+
+
 def _down(q) -> flint.arb:
     """An exact ball at or below the rational ``q`` (``arb(q)`` alone rounds to nearest)."""
     return flint.arb(flint.arb(q).lower())
@@ -104,7 +109,7 @@ def _dispatch(ctx, x, name, ball, tm, mp, fp):
         with ctx.scope():
             return ball(x)
     if isinstance(ctx, MPContext):
-        return mp(ctx._mp, x)
+        return mp(ctx.mp, x)
     if isinstance(ctx, FPContext):
         return fp(x)
     if isinstance(ctx, ExactContext):

@@ -50,7 +50,8 @@ from .claims import Verdict
 from .contexts import MAX_PREC, MIN_PREC, BallContext
 from .exact import NumberError, parse_number
 from .graph import Graph
-from .graph_file import load_network, network_from_json
+from .graph_file import network_from_json
+from .networks import load_network
 from .modelfile import ModelFileError, model_from_json, model_to_json
 from .search import (BoxEvaluator, Limits, Problem, descend, flat_output, float_ends, output_count, partition,
                      random_points, search, shape_input)

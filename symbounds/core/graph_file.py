@@ -1,4 +1,4 @@
-"""Layer-graph files (``symbounds-graph/1``), and the one loader of every network a user names.
+"""Layer-graph files (``symbounds-graph/1``): the reader, the writer, and the dispatch on the format.
 
 Format: JSON; every number a string, exact (``"3"``, ``"-7/8"``, ``"0.125"``, ``"1e-5"`` read as
 the decimal it spells), never a JSON float; docs/model-graph.md describes it in full::
@@ -32,7 +32,7 @@ from .modelfile import FORMAT as TRANSFORMER_FORMAT
 from .modelfile import ModelFileError, model_from_json, parse_number
 
 __all__ = ["FORMAT", "GraphFileError", "graph_from_json", "graph_to_json", "load_graph", "export_graph",
-           "network_from_json", "load_network", "MAX_NODES", "MAX_WIDTH", "MAX_TOKENS"]
+           "network_from_json", "reject_float", "MAX_NODES", "MAX_WIDTH", "MAX_TOKENS"]
 
 FORMAT = "symbounds-graph/1"
 #: limits checked before anything of that size is built
@@ -235,13 +235,14 @@ def export_graph(g: Graph, path: str) -> None:
 # reading either format
 
 
-def _reject_float(text):
+def reject_float(text):
+    """``parse_float`` of the JSON reader: a JSON float is refused (one line)."""
     raise GraphFileError(f"JSON number {text!r}: numbers must be strings (exact '3', '7/8' or decimals)")
 
 
 def load_graph(path: str) -> Graph:
     """Read a ``symbounds-graph/1`` file."""
-    return graph_from_json(read_json_file(path, GraphFileError, _reject_float, _reject_float))
+    return graph_from_json(read_json_file(path, GraphFileError, reject_float, reject_float))
 
 
 def network_from_json(data):
@@ -255,12 +256,3 @@ def network_from_json(data):
     raise ModelFileError(f"model file: format must be {TRANSFORMER_FORMAT!r} or {FORMAT!r}, "
                          f"found {str(fmt)[:40]!r}")
 
-
-def load_network(path: str):
-    """The network of a model file (either format) or an ONNX graph (``.onnx``: imported on the fly
-    by :func:`symbounds.core.onnx_io.import_onnx_network`)."""
-    if path.endswith(".onnx"):
-        from .onnx_io import import_onnx_network
-
-        return import_onnx_network(path)
-    return network_from_json(read_json_file(path, ModelFileError, _reject_float, _reject_float))

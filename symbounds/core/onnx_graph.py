@@ -22,9 +22,11 @@ from fractions import Fraction
 
 from .graph import Graph, Node
 from .graph_file import MAX_NODES, graph_from_json, graph_to_json
-from .onnx_io import MAX_ELEMENTS, MAX_TOKENS, MAX_WIDTH, OnnxError, _Importer, onnx_modules
+from .modelfile import model_from_json, model_to_json
+from .onnx_io import (MAX_ELEMENTS, MAX_ONNX_BYTES, MAX_TOKENS, MAX_WIDTH, MODEL_OPS, OnnxError, TensorReader,
+                      onnx_modules, onnx_to_model)
 
-__all__ = ["onnx_to_graph"]
+__all__ = ["onnx_to_graph", "import_onnx_network"]
 
 
 class _T:
@@ -40,9 +42,9 @@ class _C:
 
 
 class _GraphImporter:
-    frac_array = _Importer.frac_array
-    attr = _Importer.attr
-    guarded = staticmethod(_Importer.guarded)
+    frac_array = TensorReader.frac_array
+    attr = TensorReader.attr
+    guarded = staticmethod(TensorReader.guarded)
 
     def __init__(self, proto):
         onnx, helper, numpy_helper, np = onnx_modules()
@@ -547,3 +549,31 @@ _OPS = {
 def onnx_to_graph(proto) -> Graph:
     """The :class:`Graph` of an ONNX ModelProto (exact weights), or :class:`OnnxError`, one line."""
     return _GraphImporter(proto).run()
+
+
+def import_onnx_network(path: str):
+    """The network of an ONNX file: a model file's :class:`Transformer` where the graph is one
+    (attention and feed-forward layers, as :func:`import_onnx`), else a layer graph
+    (:func:`symbounds.core.onnx_graph.onnx_to_graph`: MLPs, normalisations, activations).  When
+    neither reads it, the one line says why the layer graph could not (or, for an operation only
+    the model file reads, such as Softmax, why the model file could not)."""
+    from .files import read_user_file
+
+    onnx, *_ = onnx_modules()
+    data = read_user_file(path, OnnxError, MAX_ONNX_BYTES)
+    try:
+        proto = onnx.load_model_from_string(data)
+    except Exception as e:  # protobuf's decode errors have no common base class
+        raise OnnxError(f"{path}: not an ONNX file ({type(e).__name__})") from None
+    try:
+        return model_from_json(model_to_json(onnx_to_model(proto)))
+    except (OnnxError, ValueError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    try:
+        return onnx_to_graph(proto)
+    except (OnnxError, ValueError) as e:
+        second = str(e).splitlines()[0] if str(e) else type(e).__name__
+    only_model = [op for op in MODEL_OPS if op not in _OPS]
+    if any(f"({op})" in second for op in only_model):
+        raise OnnxError(f"{path}: {first}")
+    raise OnnxError(f"{path}: {second}")

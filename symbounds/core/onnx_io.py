@@ -773,31 +773,7 @@ def import_onnx(path: str) -> Transformer:
         raise OnnxError(f"{path}: {str(e).splitlines()[0]}") from None
 
 
-def import_onnx_network(path: str):
-    """The network of an ONNX file: a model file's :class:`Transformer` where the graph is one
-    (attention and feed-forward layers, as :func:`import_onnx`), else a layer graph
-    (:func:`symbounds.core.onnx_graph.onnx_to_graph`: MLPs, normalisations, activations).  When
-    neither reads it, the one line says why the layer graph could not (or, for an operation only
-    the model file reads, such as Softmax, why the model file could not)."""
-    from .files import read_user_file
-    from .onnx_graph import _OPS as GRAPH_OPS
-    from .onnx_graph import onnx_to_graph
-
-    onnx, *_ = onnx_modules()
-    data = read_user_file(path, OnnxError, MAX_ONNX_BYTES)
-    try:
-        proto = onnx.load_model_from_string(data)
-    except Exception as e:  # protobuf's decode errors have no common base class
-        raise OnnxError(f"{path}: not an ONNX file ({type(e).__name__})") from None
-    try:
-        return model_from_json(model_to_json(onnx_to_model(proto)))
-    except (OnnxError, ValueError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-    try:
-        return onnx_to_graph(proto)
-    except (OnnxError, ValueError) as e:
-        second = str(e).splitlines()[0] if str(e) else type(e).__name__
-    only_model = [op for op in _OPS if op not in GRAPH_OPS]
-    if any(f"({op})" in second for op in only_model):
-        raise OnnxError(f"{path}: {first}")
-    raise OnnxError(f"{path}: {second}")
+#: the constant reader, attribute reader and error guard a layer-graph importer shares
+#: (:mod:`symbounds.core.onnx_graph`), and the operations a model file's import reads
+TensorReader = _Importer
+MODEL_OPS = _OPS
