@@ -70,8 +70,11 @@ def add_export_arguments(e) -> None:
 def add_import_arguments(i) -> None:
     """The flags of ``symbounds import``."""
     i.description = ("Read an ONNX graph into a model file, every float weight taken as its exact binary "
-                     "rational (the operations supported are listed in the README, 'Your own network'); an "
-                     "unsupported node is refused with one line naming it (exit 2).  Needs symbounds[onnx].")
+                     "rational: a symbounds-transformer/1 file for a stack of attention and feed-forward layers, "
+                     "else a layer graph, symbounds-graph/1 (MLPs, activations, normalisations: "
+                     "docs/model-graph.md); the operations supported are listed in the README, 'Your own "
+                     "network'.  An unsupported node is refused with one line naming it (exit 2).  Needs "
+                     "symbounds[onnx].")
     i.epilog = "example:\n  symbounds import net.onnx --out net.json && symbounds bound net.json --box 0:1"
     i.add_argument("onnx", metavar="IN.onnx")
     i.add_argument("--out", required=True, metavar="MODEL.json", help="the model file to write")
@@ -406,14 +409,23 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
+    from ..core.graph import Graph
+    from ..core.graph_file import export_graph
     from ..core.modelfile import export_model
-    from ..core.onnx_io import OnnxError, import_onnx
+    from ..core.onnx_graph import import_onnx_network
+    from ..core.onnx_io import OnnxError
 
     check_out_folders(args.out)
     try:
-        model = import_onnx(args.onnx)
+        model = import_onnx_network(args.onnx)
     except OnnxError as e:
         raise UsageError(str(e)) from None
+    if isinstance(model, Graph):
+        export_graph(model, args.out)
+        written(args.out)
+        print(f"symbounds import: {args.onnx}: a layer graph (symbounds-graph/1) of {len(model.nodes)} nodes, "
+              f"input [{model.tokens}, {model.in_width}], output [{model.tokens}, {model.out_width}]")
+        return 0
     export_model(model, args.out)
     written(args.out)
     print(f"symbounds import: {args.onnx}: {len(model.layers)} layers, {model.input} input")

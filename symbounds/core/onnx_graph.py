@@ -211,7 +211,7 @@ class _GraphImporter:
         if W.shape[1] != a.width:
             raise OnnxError(f"{where}: the weight takes width {W.shape[1]}, the input has width {a.width}")
         if W.shape[0] > MAX_WIDTH:
-            raise OnnxError(f"{where}: {W.shape[0]} outputs, above the limit of {MAX_WIDTH}")
+            raise OnnxError(f"{where}: a tensor of {W.shape[0]} features, above the limit of {MAX_WIDTH}")
         n = W.shape[0]
         b = (Fraction(0),) * n
         if len(args) > 2 and args[2] is not None:
@@ -231,7 +231,7 @@ class _GraphImporter:
         if B.shape[0] != a.width:
             raise OnnxError(f"{where}: the weight takes width {B.shape[0]}, the input has width {a.width}")
         if B.shape[1] > MAX_WIDTH:
-            raise OnnxError(f"{where}: {B.shape[1]} outputs, above the limit of {MAX_WIDTH}")
+            raise OnnxError(f"{where}: a tensor of {B.shape[1]} features, above the limit of {MAX_WIDTH}")
         W = tuple(tuple(row) for row in B.T)
         return self.emit("affine", [a], {"W": W, "b": (Fraction(0),) * B.shape[1]}, B.shape[1], nd.output[0])
 
@@ -573,7 +573,21 @@ def import_onnx_network(path: str):
         return onnx_to_graph(proto)
     except (OnnxError, ValueError) as e:
         second = str(e).splitlines()[0] if str(e) else type(e).__name__
-    only_model = [op for op in MODEL_OPS if op not in _OPS]
-    if any(f"({op})" in second for op in only_model):
-        raise OnnxError(f"{path}: {first}")
-    raise OnnxError(f"{path}: {second}")
+    raise OnnxError(f"{path}: {_reason(first, second)}")
+
+
+def _node_of(message: str):
+    """The ``node 'name' (Op)`` a message starts with, or None (the input, an initializer)."""
+    m = re.match(r"node '[^']*' \(([A-Za-z0-9_]+)\)", message)
+    return (m.group(0), m.group(1)) if m else None
+
+
+def _reason(model_error: str, graph_error: str) -> str:
+    """Which importer's message to report when neither reads a graph: the layer graph's when it
+    failed at another node than the model file's import (so it read further, or the model file
+    refused an operation only the layer graph reads), else the model file's (a declaration both
+    check, a node both refuse, an operation only the model file reads, such as Softmax)."""
+    g, m = _node_of(graph_error), _node_of(model_error)
+    if g is None or (m is not None and g[0] == m[0]) or (g[1] in MODEL_OPS and g[1] not in _OPS):
+        return model_error
+    return graph_error
