@@ -269,7 +269,12 @@ def _bound(args) -> int:
     what = (f"adaptive (tolerance {res.tol})" if res.mode == "adaptive" else "fixed partition")
     print(f"symbounds bound: {args.model} over {len(lo)} input interval(s), {res.boxes} sub-box(es) "
           f"({res.evaluated} evaluated, {what}), {how}")
-    labels = ["output"] if scalar else [f"Z[{k % res.shape[0]}, {k // res.shape[0]}]" for k in range(len(los))]
+    from ..core.graph import Graph
+
+    if isinstance(model, Graph):  # row t, column c of the output tensor [tokens, width]
+        labels = [f"Y[{k // res.shape[0]}, {k % res.shape[0]}]" for k in range(len(los))]
+    else:
+        labels = ["output"] if scalar else [f"Z[{k % res.shape[0]}, {k // res.shape[0]}]" for k in range(len(los))]
     for label, a, b, sa, sb in zip(labels, los, his, slo, shi):
         print(f"  {label} in [{decimal_down(a)}, {decimal_up(b)}]  (certified)")
         sa, sb = ("-" if sa is None else decimal_up(sa)), ("-" if sb is None else decimal_down(sb))

@@ -256,7 +256,7 @@ class _GraphImporter:
             c = self.const_row(a, b.width, where)
             if sub:  # c - x
                 b = self.emit("mul_constant", [b], {"c": (Fraction(-1),)}, b.width, nd.output[0] + "_neg")
-            return self.add_constant(b, None, c, nd.output[0])
+            return self.add_constant(b, None if sub else nd.input[1], c, nd.output[0])
         raise OnnxError(f"{where}: unsupported operands")
 
     def add_constant(self, t: _T, onnx_name, c, hint) -> _T:

@@ -45,6 +45,19 @@ class Residual(torch.nn.Module):
         return self.o(self.t(h))
 
 
+class Arithmetic(torch.nn.Module):
+    """Sub, Mul and Div by constants, a constant minus a tensor, a difference of two tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.o = torch.nn.Linear(2, 4), torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        h = self.a(x)
+        u = (1.5 - (h - 0.5) * 2.0 / 3.0)
+        return self.o(torch.sigmoid(u) - torch.exp(h * -0.25) + h)
+
+
 def sequential(kind):
     torch.manual_seed(hash(kind) % 1000)
     L = torch.nn.Linear  # LeakyReLU: ONNX keeps alpha as a float32, so the PyTorch net uses that value
@@ -55,6 +68,8 @@ def sequential(kind):
         return torch.nn.Sequential(L(2, 5), torch.nn.LayerNorm(5), torch.nn.Tanh(), L(5, 1))
     if kind == "residual":
         return Residual()
+    if kind == "arith":
+        return Arithmetic()
     return torch.nn.Sequential(L(2, 8), acts[kind], L(8, 1))
 
 
@@ -72,7 +87,7 @@ def ort_outputs(data, xs, net=None):
     return np.stack([sess.run(None, {name: x})[0].reshape(-1) for x in xs])
 
 
-KINDS = ["relu", "leaky", "gelu", "gelu_tanh", "tanh", "sigmoid", "softplus", "layernorm", "residual"]
+KINDS = ["relu", "leaky", "gelu", "gelu_tanh", "tanh", "sigmoid", "softplus", "layernorm", "residual", "arith"]
 
 
 @pytest.mark.parametrize("opset", [13, 17, 18])
@@ -124,11 +139,60 @@ def test_chains_are_read_as_one_operation():
 
 
 def test_rank_one_and_rank_three_inputs():
-    net = sequential("relu")
+    """``[D]`` and ``[1, N, D]`` inputs (a Linear on rank 3 is a MatMul and an Add, folded into one
+    affine node); the bound over a box contains onnxruntime's outputs."""
+    net = sequential("tanh")
     for shape, tokens in (((2,), 1), ((1, 3, 2), 3)):
         data = export(net, shape, 17)
         g = onnx_to_graph(onnx.load_model_from_string(data))
         assert g.tokens == tokens and g.input_count == tokens * 2
+        assert [n.op for n in g.nodes] == ["affine", "tanh", "affine"]
+        lo = [Fraction(k, 10) for k in range(2 * tokens)]
+        hi = [v + Fraction(1, 20) for v in lo]
+        res = bound(g, lo, hi, max_boxes=100)
+        rng = np.random.default_rng(1)
+        pts = [rng.uniform([float(a) for a in lo], [float(b) for b in hi]).reshape(shape) for _ in range(30)]
+        ys = ort_outputs(data, pts, net)
+        for k in range(tokens):
+            assert float(res.lower[k]) <= ys[:, k].min() and float(res.upper[k]) >= ys[:, k].max()
+
+
+def _hand_graph(nodes, inits, opset, shape=(1, 3)):
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", TensorProto.DOUBLE, list(shape))],
+                          [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, list(shape))], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_rms_normalization_and_gelu_nodes_of_later_opsets():
+    """RMSNormalization (opset 23) and Gelu (opset 20, both forms), written by hand: imported as
+    rms_norm, gelu and gelu_tanh; at a point the graph agrees with a 300-bit evaluation of the
+    formulas (eps the float32 of the attribute, as ONNX holds it)."""
+    import mpmath
+    from onnx import helper, numpy_helper
+
+    from symbounds.core.contexts import BallContext
+
+    mp = mpmath.MPContext()
+    mp.prec = 300
+    w = numpy_helper.from_array(np.array([0.5, -1.0, 2.0]), "w")
+    nodes = [helper.make_node("RMSNormalization", ["X", "w"], ["R"], name="rms", epsilon=1e-3),
+             helper.make_node("Gelu", ["R"], ["G"], name="ge"),
+             helper.make_node("Gelu", ["G"], ["Y"], name="gt", approximate="tanh")]
+    g = onnx_to_graph(_hand_graph(nodes, [w], 23))
+    assert [n.op for n in g.nodes] == ["rms_norm", "gelu", "gelu_tanh"]
+    x = [Fraction(3, 4), Fraction(-1, 8), Fraction(2)]
+    ball = BallContext(200)
+    with ball.scope():
+        out = g.evaluate(ball, [ball.convert(v) for v in x])
+    eps = mp.mpf(float(np.float32(1e-3)))
+    xs = [mp.mpf(v.numerator) / v.denominator for v in x]
+    r = [v / mp.sqrt(sum(t * t for t in xs) / 3 + eps) * wi for v, wi in zip(xs, [0.5, -1.0, 2.0])]
+    ge = [v * mp.ncdf(v) for v in r]
+    gt = [v / 2 * (1 + mp.tanh(mp.sqrt(2 / mp.pi) * (v + mp.mpf(44715) / 10**6 * v**3))) for v in ge]
+    for o, ref in zip(out, gt):
+        assert abs(mp.mpf(o.mid().str(80, radius=False)) - ref) < mp.mpf(10) ** -50 + mp.mpf(o.rad().str(5, radius=False)) * 2
 
 
 @pytest.mark.parametrize("kind", ["relu", "gelu", "tanh"])
@@ -224,3 +288,26 @@ def test_malformed_graph_is_one_line_exit_2(tmp_path, capsys, change, needle):
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], err
+
+
+def test_import_command_writes_a_layer_graph(tmp_path, capsys):
+    """``symbounds import`` of an MLP writes a symbounds-graph/1 file that the schema accepts, and
+    ``bound`` of it prints each output of the batch as ``Y[row, column]``."""
+    from pathlib import Path
+
+    import jsonschema
+
+    data = export(sequential("gelu"), (2, 2), 13)
+    src, dst = tmp_path / "mlp.onnx", tmp_path / "mlp.json"
+    src.write_bytes(data)
+    code, out, err = run_cli(capsys, "import", str(src), "--out", str(dst))
+    assert code == 0, err
+    assert "layer graph" in out and "input [2, 2]" in out
+    doc = json.loads(dst.read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs/schemas/graph.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert [n["op"] for n in doc["nodes"]] == ["affine", "gelu", "affine"]
+    code, out, err = run_cli(capsys, "bound", str(dst), "--box=0:1/10,0:1/10,-1/10:0,1/2:1/2", "--quiet")
+    assert code == 0, err
+    assert "Y[0, 0] in [" in out and "Y[1, 0] in [" in out
+
