@@ -106,3 +106,32 @@ def test_loader_names_both_formats():
         from symbounds.core.graph_file import network_from_json
 
         network_from_json({"format": "other/1"})
+
+
+def test_bound_of_a_relu_graph_at_a_point_is_exact_and_over_a_box_contains_the_exact_values():
+    """A point box of a piecewise-linear graph is evaluated exactly (method "exact", both ends the
+    hand-computed value); over a box the enclosure contains the exact value at sampled points."""
+    from symbounds.core.bound import bound
+
+    doc = copy.deepcopy(DOC)
+    doc["nodes"] = [{"name": "h", "op": "affine", "inputs": ["x"], "W": [["1", "-1"], ["2", "1"]], "b": ["0", "-1"]},
+                    {"name": "a", "op": "relu", "inputs": ["h"]},
+                    {"name": "y", "op": "affine", "inputs": ["a"], "W": [["1", "3"]], "b": ["1/2"]}]
+    g = graph_from_json(doc)  # two rows of width 2
+
+    def f(x1, x2):
+        return max(x1 - x2, 0) + 3 * max(2 * x1 + x2 - 1, 0) + Fraction(1, 2)
+
+    pt = [Fraction(1, 3), Fraction(3, 4), Fraction(-1, 2), Fraction(5, 7)]
+    res = bound(g, pt, pt)
+    assert res.method == "exact"
+    assert res.lower == res.upper == (f(pt[0], pt[1]), f(pt[2], pt[3]))
+    lo, hi = [Fraction(0)] * 4, [Fraction(1, 2), Fraction(1), Fraction(1, 4), Fraction(1, 2)]
+    res = bound(g, lo, hi)
+    import random
+
+    rng = random.Random(5)
+    for _ in range(50):
+        p = [a + (b - a) * Fraction(rng.randint(0, 64), 64) for a, b in zip(lo, hi)]
+        for k, v in enumerate((f(p[0], p[1]), f(p[2], p[3]))):
+            assert res.lower[k] <= v <= res.upper[k]
