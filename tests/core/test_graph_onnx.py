@@ -195,7 +195,7 @@ def test_rms_normalization_and_gelu_nodes_of_later_opsets():
         assert abs(mp.mpf(o.mid().str(80, radius=False)) - ref) < mp.mpf(10) ** -50 + mp.mpf(o.rad().str(5, radius=False)) * 2
 
 
-@pytest.mark.parametrize("kind", ["relu", "gelu", "tanh"])
+@pytest.mark.parametrize("kind", ["relu", "gelu", "tanh", "layernorm", "residual"])
 def test_adaptive_bound_is_within_twice_the_sampled_range(kind):
     """Boxes of width 0.1: the default adaptive bound's enclosure is at most 2x the range onnxruntime
     reaches on a fine grid (which lies inside the true range)."""
@@ -208,11 +208,13 @@ def test_adaptive_bound_is_within_twice_the_sampled_range(kind):
         res = bound(g, lo, hi)
         grid = np.linspace(0, 1, 41)
         pts = [np.array([[float(lo[0]) + a * 0.1, float(lo[1]) + b * 0.1]]) for a in grid for b in grid]
-        ys = ort_outputs(data, pts, net)[:, 0]
-        span = ys.max() - ys.min()
-        (lo_, ), (hi_, ) = res.lower, res.upper
-        assert float(lo_) <= ys.min() and float(hi_) >= ys.max()
-        assert float(hi_ - lo_) <= 2 * span, (kind, c, float(hi_ - lo_), span)
+        Y = ort_outputs(data, pts, net)
+        for k in range(Y.shape[1]):
+            ys = Y[:, k]
+            span = ys.max() - ys.min()
+            lo_, hi_ = res.lower[k], res.upper[k]
+            assert float(lo_) <= ys.min() and float(hi_) >= ys.max()
+            assert float(hi_ - lo_) <= 2 * span, (kind, c, k, float(hi_ - lo_), span)
 
 
 def test_a_tampered_weight_is_refuted_somewhere():

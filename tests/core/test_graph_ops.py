@@ -252,3 +252,15 @@ def test_layer_norm_of_a_nearly_constant_row_stays_finite_and_narrow():
         widths = [ctx.ball.to_fraction_bounds(y.range()) for y in out]
     for lo, hi in widths:
         assert hi - lo < Fraction(1, 10)
+
+
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+def test_normalisation_in_mp_and_fp_agrees_with_the_reference(op):
+    rng = random.Random(17)
+    g, xs, ref = _norm_case(rng, op, 5, Fraction(2), Fraction(1, 3))
+    mp, fp = MPContext(200), FPContext()
+    for got, r in zip(g.evaluate(mp, [mp.convert(x) for x in xs]), ref(xs)):
+        assert abs(MP.mpf(got) - r) <= MP.mpf(2) ** -180 * max(1, abs(r))
+    for got, r in zip(g.evaluate(fp, [fp.convert(x) for x in xs]), ref(xs)):
+        assert abs(got - float(r)) <= 1e-13 * max(1.0, abs(float(r)))
+
