@@ -31,8 +31,9 @@ def add_bound_arguments(b) -> None:
     b.epilog = ("examples:\n"
                 "  symbounds bound net.json --box 0:1 --split 6\n"
                 "  symbounds bound net.json --box=-1:1,0:1/2 --width 1/16 --json")
-    b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1), or an ONNX graph "
-                                                        "(imported on the fly; extra: onnx)")
+    b.add_argument("model", metavar="MODEL.json", help="a model file (symbounds-transformer/1 or the layer graph "
+                                                        "symbounds-graph/1), or an ONNX graph (imported on the "
+                                                        "fly; extra: onnx)")
     b.add_argument("--box", required=True, metavar="LO:HI[,LO:HI...]",
                    help="one interval per input; token-set models: D*n intervals, token by token "
                         "(interval j*D + r bounds feature r of token j); write --box=-1:1 for a "
@@ -69,8 +70,11 @@ def add_export_arguments(e) -> None:
 def add_import_arguments(i) -> None:
     """The flags of ``symbounds import``."""
     i.description = ("Read an ONNX graph into a model file, every float weight taken as its exact binary "
-                     "rational (the operations supported are listed in the README, 'Your own network'); an "
-                     "unsupported node is refused with one line naming it (exit 2).  Needs symbounds[onnx].")
+                     "rational: a symbounds-transformer/1 file for a stack of attention and feed-forward layers, "
+                     "else a layer graph, symbounds-graph/1 (MLPs, activations, normalisations: "
+                     "docs/model-graph.md); the operations supported are listed in the README, 'Your own "
+                     "network'.  An unsupported node is refused with one line naming it (exit 2).  Needs "
+                     "symbounds[onnx].")
     i.epilog = "example:\n  symbounds import net.onnx --out net.json && symbounds bound net.json --box 0:1"
     i.add_argument("onnx", metavar="IN.onnx")
     i.add_argument("--out", required=True, metavar="MODEL.json", help="the model file to write")
@@ -160,17 +164,36 @@ def _prec(p: int) -> int:
     return precision(p)
 
 
+def _load_model(path: str, what: str):
+    """:func:`_load` for the commands that take a ``symbounds-transformer/1`` network only."""
+    from ..core.graph import Graph
+
+    model = _load(path)
+    if isinstance(model, Graph):
+        raise UsageError(f"{path}: a layer graph (MLP, normalisations) is read by 'symbounds bound' only; "
+                         f"{what} takes a symbounds-transformer/1 network")
+    return model
+
+
 def _load(path: str):
     """A model file, or an ONNX graph imported on the fly (by its name, ``.onnx``, or its bytes)."""
     from ..core.vnncomp import VnncompError, load_network
 
-    if path.endswith((".onnx", ".onnx.gz")):
+    from ..core.networks import load_network as load_any
+    from ..core.onnx_io import OnnxError
+
+    if path.endswith(".onnx"):  # a model file's network, else a layer graph
+        try:
+            return load_any(path)
+        except OnnxError as e:
+            raise UsageError(str(e)) from None
+    if path.endswith(".onnx.gz"):
         try:
             return load_network(path)[0]
         except VnncompError as e:
             raise UsageError(str(e)) from None
     try:
-        return load_model(path)
+        return load_any(path)
     except ModelFileError as e:
         if "not valid JSON" not in str(e):
             raise UsageError(str(e)) from None
@@ -246,7 +269,12 @@ def _bound(args) -> int:
     what = (f"adaptive (tolerance {res.tol})" if res.mode == "adaptive" else "fixed partition")
     print(f"symbounds bound: {args.model} over {len(lo)} input interval(s), {res.boxes} sub-box(es) "
           f"({res.evaluated} evaluated, {what}), {how}")
-    labels = ["output"] if scalar else [f"Z[{k % res.shape[0]}, {k // res.shape[0]}]" for k in range(len(los))]
+    from ..core.graph import Graph
+
+    if isinstance(model, Graph):  # row t, column c of the output tensor [tokens, width]
+        labels = [f"Y[{k // res.shape[0]}, {k % res.shape[0]}]" for k in range(len(los))]
+    else:
+        labels = ["output"] if scalar else [f"Z[{k % res.shape[0]}, {k // res.shape[0]}]" for k in range(len(los))]
     for label, a, b, sa, sb in zip(labels, los, his, slo, shi):
         print(f"  {label} in [{decimal_down(a)}, {decimal_up(b)}]  (certified)")
         sa, sb = ("-" if sa is None else decimal_up(sa)), ("-" if sb is None else decimal_down(sb))
@@ -286,7 +314,7 @@ def run_model_certify(args) -> int:
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     if not (1 <= args.max_boxes <= 10**8):
         raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    model = _load(args.model)  # every malformed part reported before any work
+    model = _load_model(args.model, "certify --model")  # every malformed part reported before any work
     check_certificate_out(args)
     bar = Bar(args, "box")
     try:
@@ -324,7 +352,7 @@ def run_model_certify(args) -> int:
 def _certify_spec(args, prec: int) -> int:
     from ..core.vnnlib import SpecError, parse_vnnlib, read_vnnlib_text, verify
 
-    model = _load(args.model)
+    model = _load_model(args.model, "certify --spec")
     timeout = timeout_seconds(getattr(args, "timeout", None))
     check_out_folders(args.out)
     bar = Bar(args, "box")
@@ -375,7 +403,7 @@ def _export(args) -> int:
     from ..core.onnx_export import export_onnx
     from ..core.onnx_io import OnnxError
 
-    model = _load(args.model)
+    model = _load_model(args.model, "export")
     check_out_folders(args.onnx)
     try:
         export_onnx(model, args.onnx)
@@ -386,14 +414,23 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
+    from ..core.graph import Graph
+    from ..core.graph_file import export_graph
     from ..core.modelfile import export_model
-    from ..core.onnx_io import OnnxError, import_onnx
+    from ..core.onnx_graph import import_onnx_network
+    from ..core.onnx_io import OnnxError
 
     check_out_folders(args.out)
     try:
-        model = import_onnx(args.onnx)
+        model = import_onnx_network(args.onnx)
     except OnnxError as e:
         raise UsageError(str(e)) from None
+    if isinstance(model, Graph):
+        export_graph(model, args.out)
+        written(args.out)
+        print(f"symbounds import: {args.onnx}: a layer graph (symbounds-graph/1) of {len(model.nodes)} nodes, "
+              f"input [{model.tokens}, {model.in_width}], output [{model.tokens}, {model.out_width}]")
+        return 0
     export_model(model, args.out)
     written(args.out)
     print(f"symbounds import: {args.onnx}: {len(model.layers)} layers, {model.input} input")

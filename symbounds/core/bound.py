@@ -49,6 +49,9 @@ from .certificate import CertificateError, make_certificate
 from .claims import Verdict
 from .contexts import MAX_PREC, MIN_PREC, BallContext
 from .exact import NumberError, parse_number
+from .graph import Graph
+from .graph_file import network_from_json
+from .networks import load_network
 from .modelfile import ModelFileError, model_from_json, model_to_json
 from .search import (BoxEvaluator, Limits, Problem, descend, flat_output, float_ends, output_count, partition,
                      random_points, search, shape_input)
@@ -121,7 +124,10 @@ class BoundResult:
 
 
 def input_dimension(model: Transformer) -> int:
-    """How many real inputs the model takes (``d``, or ``D n`` for a token-set model)."""
+    """How many real inputs the model takes (``d``, or ``D n`` for a token-set model, or
+    ``tokens x width`` for a layer graph)."""
+    if isinstance(model, Graph):
+        return model.input_count
     if model.input == "vector":
         return len(model.embedding.E[0])
     raise BoundError("a token-set model file does not record its number of tokens: give the box")
@@ -153,7 +159,11 @@ def check_box(model: Transformer, lo, hi) -> Box:
     for i, (a, b) in enumerate(zip(lo, hi)):
         if a > b:
             raise BoundError(f"interval {i}: lower end {a} is above the upper end {b}")
-    if model.input == "vector":
+    if isinstance(model, Graph):
+        if len(lo) != model.input_count:
+            raise BoundError(f"the box has {len(lo)} intervals, the graph has {model.input_count} inputs "
+                             f"({model.tokens} row(s) of width {model.in_width}, listed row by row)")
+    elif model.input == "vector":
         d = input_dimension(model)
         if len(lo) != d:
             raise BoundError(f"the box has {len(lo)} intervals, the model has {d} inputs")
@@ -264,7 +274,8 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
           max_boxes: int | None = None, timeout: float | None = None, progress=None, seed: int = 0,
           fast: bool = True, linear: bool | str = "auto") -> BoundResult:
     """A certified enclosure of the model's output over the box ``[lo, hi]`` (see the module
-    docstring); ``model`` is a :class:`Transformer`, a model-file dict or a path.
+    docstring); ``model`` is a :class:`Transformer`, a layer :class:`~symbounds.core.graph.Graph`,
+    a model-file dict (either format) or a path (a model file or an ``.onnx`` graph).
 
     With ``split`` or ``width``: that fixed partition.  Otherwise adaptive: boxes are refined
     where the enclosure sticks out of the sampled range most, until it is within ``tol`` (default
@@ -279,7 +290,7 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
     if not (MIN_PREC <= int(prec) <= MAX_PREC):
         raise BoundError(f"precision {prec}: use between {MIN_PREC} and {MAX_PREC} bits")
     box = check_box(model, lo, hi)
-    k = output_count(model, len(box.lo))
+    k = model.output_count if isinstance(model, Graph) else output_count(model, len(box.lo))
     if tol is not None:
         tol = _end(tol, "the tolerance")
         if not (0 < tol <= 100):
@@ -315,7 +326,7 @@ def bound(model, lo, hi, split: int | None = None, width=None, prec: int = 128, 
                   tol=None if mode == "partition" else (DEFAULT_TOL if tol is None else tol))
     if model.readout is not None:
         return BoundResult(los[0], his[0], sampled_lower=slo[0], sampled_upper=shi[0], **common)
-    D = model.width
+    D = model.out_width if isinstance(model, Graph) else model.width
     return BoundResult(tuple(los), tuple(his), shape=(D, len(los) // D), sampled_lower=tuple(slo),
                        sampled_upper=tuple(shi), **common)
 
@@ -350,16 +361,14 @@ def _attained(problem: _Range, ev: BoxEvaluator, los, his) -> tuple[list, list]:
     return slo, shi
 
 
-def _as_model(model) -> Transformer:
-    if isinstance(model, Transformer):
+def _as_model(model):
+    if isinstance(model, (Transformer, Graph)):
         return model
     if isinstance(model, dict):
-        return model_from_json(model)
+        return network_from_json(model)
     if isinstance(model, str):
-        from .modelfile import load_model
-
-        return load_model(model)
-    raise TypeError("model: expected a Transformer, a model-file dict or a path")
+        return load_network(model)
+    raise TypeError("model: expected a Transformer, a Graph, a model-file dict or a path")
 
 
 # ------------------------------------------------------------------------------------------

@@ -524,6 +524,11 @@ class MPContext(_PointContext):
         self._mp = mpmath.MPContext()
         self._mp.prec = self.prec
 
+    @property
+    def mp(self):
+        """This context's own ``mpmath.MPContext`` (for functions the interface does not name)."""
+        return self._mp
+
     def rational(self, p, q=1):
         return self._mp.mpf(p) / q if q != 1 else self._mp.mpf(p)
 

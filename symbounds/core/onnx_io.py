@@ -771,3 +771,9 @@ def import_onnx(path: str) -> Transformer:
         return model_from_json(model_to_json(model))
     except ValueError as e:
         raise OnnxError(f"{path}: {str(e).splitlines()[0]}") from None
+
+
+#: the constant reader, attribute reader and error guard a layer-graph importer shares
+#: (:mod:`symbounds.core.onnx_graph`), and the operations a model file's import reads
+TensorReader = _Importer
+MODEL_OPS = _OPS

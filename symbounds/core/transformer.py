@@ -327,6 +327,10 @@ def forward(ctx: Context, model: Transformer, x, trace: bool = False, *, start: 
     ``apply`` runs against a :class:`~symbounds.core.evaluator.ScalarEvaluator` over ``ctx``, and
     the facts the shortcuts rest on come from the model's :class:`ModelStructure`.
     """
+    if not isinstance(model, Transformer):  # a layer graph (symbounds.core.graph) evaluates itself
+        if trace or start is not None or stop is not None:
+            raise ValueError("a layer graph is evaluated whole (no trace, no layer slice)")
+        return model.forward(ctx, x)
     L = len(model.layers)
     first = 0 if start is None else start
     stop = L if stop is None else stop

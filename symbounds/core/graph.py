@@ -1,0 +1,246 @@
+"""A layer graph: named nodes over tensors of shape ``[tokens, width]``, evaluated in any context.
+
+A :class:`Graph` is the network of a ``symbounds-graph/1`` file (:mod:`symbounds.core.graph_file`):
+one input ``X`` of ``tokens`` rows (independent inputs of a batch, or the tokens of a sequence; an
+MLP has one) and ``width`` columns, and a list of nodes in evaluation order, each computing a new
+tensor from earlier ones.  Every operation acts on each row alone (a token never sees another),
+so the rows are ``tokens`` copies of one function of one row:
+
+* ``affine``: ``y = W x + b`` (``W`` of ``out x in``, any widths);
+* ``add``: ``y = u + v`` of two tensors of one shape (a residual connection);
+* ``add_constant``, ``mul_constant``, ``div_constant``: ``x + c``, ``x * c``, ``x / c`` entry by
+  entry, ``c`` one number or one per column;
+* ``relu``, ``leaky_relu`` (``alpha``), ``gelu`` (erf form; ``divisor``), ``gelu_tanh`` (``k``,
+  ``a``), ``tanh``, ``sigmoid``, ``softplus``, ``exp``, ``erf``: entry by entry
+  (:mod:`symbounds.core.activations`);
+* ``layer_norm``: ``(x - mean x) / sqrt(var x + eps) * weight + bias`` over the columns of each
+  row (``var`` the mean of squared deviations, as PyTorch and ONNX define it);
+* ``rms_norm``: ``x / sqrt(mean(x^2) + eps) * weight``.
+
+Weights are exact rationals (``Fraction``), converted once per context and precision.
+:meth:`Graph.forward` takes the input as :func:`symbounds.core.search.shape_input` lays it out
+(``width x tokens``, the box listing the input row by row) and returns the output the same way
+(``out_width x tokens``), so the box search and :func:`symbounds.core.bound.bound` evaluate a
+graph as they evaluate a token-set model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import flint
+
+from . import activations as act
+from .contexts import BallContext, Context
+
+__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "OPS", "is_graph"]
+
+#: entry-by-entry functions without parameters
+UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus": act.softplus, "exp": act.exp,
+         "erf": act.erf}
+#: elementwise operations with a constant (one number, or one per column)
+CONSTANT_OPS = ("add_constant", "mul_constant", "div_constant")
+#: every operation of a graph
+OPS = ("affine", "add", *CONSTANT_OPS, *UNARY, "leaky_relu", "gelu", "gelu_tanh", "layer_norm", "rms_norm")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation: ``name = op(inputs, params)`` (params: exact rationals, tuples of them)."""
+
+    name: str
+    op: str
+    inputs: tuple
+    params: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+class Graph:
+    """A layer graph (see the module docstring); ``widths`` maps every tensor to its width."""
+
+    #: how the box search lays out the input (neither a vector model nor a token set)
+    input = "graph"
+    readout = None
+    embedding = None
+
+    def __init__(self, input_name: str, tokens: int, width: int, nodes: tuple, output: str,
+                 widths: dict, source: str = ""):
+        self.input_name, self.tokens, self.in_width = input_name, tokens, width
+        self.nodes, self.output, self.widths = tuple(nodes), output, dict(widths)
+        self.source = source
+        self._numeric: dict = {}
+
+    # --- shape ---------------------------------------------------------------------------------
+    @property
+    def width(self) -> int:
+        """The width of one input row (the ``D`` of the search's ``D x n`` layout)."""
+        return self.in_width
+
+    @property
+    def out_width(self) -> int:
+        return self.widths[self.output]
+
+    @property
+    def input_count(self) -> int:
+        return self.tokens * self.in_width
+
+    @property
+    def output_count(self) -> int:
+        return self.tokens * self.out_width
+
+    def __repr__(self):
+        return (f"Graph({len(self.nodes)} nodes, input [{self.tokens}, {self.in_width}], "
+                f"output [{self.tokens}, {self.out_width}])")
+
+    # --- numbers of a context ------------------------------------------------------------------------
+    def numeric(self, ctx: Context) -> dict:
+        """Every node's parameters as numbers of ``ctx`` (cached per context name and precision)."""
+        key = (ctx.name, ctx.prec)
+        num = self._numeric.get(key)
+        if num is None:
+            num = {}
+            with ctx.scope():
+                for nd in self.nodes:
+                    num[nd.name] = _convert_params(ctx, nd)
+            self._numeric[key] = num
+        return num
+
+    # --- evaluation --------------------------------------------------------------------------------
+    def forward(self, ctx: Context, x):
+        """The output (``out_width x tokens``) at the input ``x`` (``width x tokens``; entries exact
+        numbers or numbers of ``ctx``)."""
+        rows = [list(r) for r in x]
+        if len(rows) != self.in_width or any(len(r) != self.tokens for r in rows):
+            raise ValueError(f"the input must be {self.in_width} x {self.tokens} (width x tokens)")
+        num = self.numeric(ctx)
+        with ctx.scope():
+            conv = lambda v: ctx.native(v) if _is_native(ctx, v) else ctx.convert(v)
+            X = [[conv(rows[c][t]) for c in range(self.in_width)] for t in range(self.tokens)]
+            vals = {self.input_name: X}
+            for nd in self.nodes:
+                args = [vals[i] for i in nd.inputs]
+                p = num[nd.name]
+                vals[nd.name] = [_row(ctx, nd, p, [a[t] for a in args]) for t in range(self.tokens)]
+            Y = vals[self.output]
+        return [[Y[t][c] for t in range(self.tokens)] for c in range(self.out_width)]
+
+    def evaluate(self, ctx: Context, x_flat) -> list:
+        """The outputs, flat (row by row), at the flat input (row by row)."""
+        x = [[x_flat[t * self.in_width + c] for t in range(self.tokens)] for c in range(self.in_width)]
+        out = self.forward(ctx, x)
+        return [out[c][t] for t in range(self.tokens) for c in range(self.out_width)]
+
+
+def _is_native(ctx, v) -> bool:
+    return not isinstance(v, (int, Fraction, flint.fmpq, flint.fmpz, str)) and not hasattr(v, "is_Rational")
+
+
+def _convert_params(ctx: Context, nd: Node) -> dict:
+    c = ctx.convert
+    p = nd.params
+    if nd.op == "affine":
+        W = [[c(v) for v in row] for row in p["W"]]
+        b = [c(v) for v in p["b"]]
+        out = {"W": W, "b": b}
+        if isinstance(ctx, BallContext):
+            out["Wm"] = flint.arb_mat(W)
+            out["bm"] = flint.arb_mat([[v] for v in b])
+        return out
+    if nd.op in CONSTANT_OPS:
+        return {"c": [c(v) for v in p["c"]]}
+    if nd.op in ("layer_norm", "rms_norm"):
+        n = len(p["weight"])
+        out = {"eps": c(p["eps"]), "eps_q": flint.fmpq(p["eps"].numerator, p["eps"].denominator),
+               "weight": [c(v) for v in p["weight"]], "inv_n": c(Fraction(1, n))}
+        if nd.op == "layer_norm":
+            out["bias"] = [c(v) for v in p["bias"]]
+        return out
+    if nd.op == "leaky_relu":
+        return {"alpha": _fmpq(p["alpha"])}
+    if nd.op == "gelu":
+        return {"divisor": None if p.get("divisor") is None else _fmpq(p["divisor"])}
+    if nd.op == "gelu_tanh":
+        return {"k": None if p.get("k") is None else _fmpq(p["k"]), "a": None if p.get("a") is None else _fmpq(p["a"])}
+    return {}
+
+
+def _fmpq(q: Fraction) -> flint.fmpq:
+    return flint.fmpq(q.numerator, q.denominator)
+
+
+def _row(ctx: Context, nd: Node, p: dict, args: list) -> list:
+    """One row of node ``nd``'s output from the rows of its inputs."""
+    op = nd.op
+    x = args[0]
+    if op == "affine":
+        return _affine(ctx, p, x)
+    if op == "add":
+        return [a + b for a, b in zip(x, args[1])]
+    if op in CONSTANT_OPS:
+        cs = p["c"] if len(p["c"]) == len(x) else p["c"] * len(x)
+        if op == "add_constant":
+            return [v + k for v, k in zip(x, cs)]
+        if op == "mul_constant":
+            return [v * k for v, k in zip(x, cs)]
+        return [v / k for v, k in zip(x, cs)]
+    f = UNARY.get(op)
+    if f is not None:
+        return [f(ctx, v) for v in x]
+    if op == "leaky_relu":
+        return [act.leaky_relu(ctx, v, p["alpha"]) for v in x]
+    if op == "gelu":
+        return [act.gelu(ctx, v, p["divisor"]) for v in x]
+    if op == "gelu_tanh":
+        return [act.gelu_tanh(ctx, v, p["k"], p["a"]) for v in x]
+    if op == "layer_norm":
+        return _layer_norm(ctx, p, x)
+    if op == "rms_norm":
+        return _rms_norm(ctx, p, x)
+    raise ValueError(f"node {nd.name!r}: unknown operation {op!r}")
+
+
+def _affine(ctx: Context, p: dict, x: list) -> list:
+    """``W x + b``: Arb's matrix product for balls, one affine combination per output otherwise
+    (Taylor models build each in one step)."""
+    if isinstance(ctx, BallContext) and all(isinstance(v, flint.arb) for v in x):
+        y = p["Wm"] * flint.arb_mat([[v] for v in x]) + p["bm"]
+        return [y[i, 0] for i in range(y.nrows())]
+    return [ctx.affine_combination(bi, Wi, x) for bi, Wi in zip(p["b"], p["W"])]
+
+
+def _square(ctx: Context, v):
+    """``v^2``, never below 0 for a ball (``v * v`` of a ball around 0 reaches below 0)."""
+    if isinstance(ctx, BallContext):
+        a = abs(v)
+        return a * a
+    return v * v
+
+
+def _sum(ctx: Context, vs):
+    acc = vs[0]
+    for v in vs[1:]:
+        acc = acc + v
+    return acc
+
+
+def _layer_norm(ctx: Context, p: dict, x: list) -> list:
+    """``(x_i - mu) / sqrt(sigma^2 + eps) w_i + b_i``, ``mu`` the mean of the row and ``sigma^2``
+    the mean of ``(x_i - mu)^2``; the deviations ``x_i - mu`` are computed first, so Taylor models
+    keep their correlation (the linear parts of a nearly constant row cancel in them)."""
+    mu = _sum(ctx, x) * p["inv_n"]
+    d = [v - mu for v in x]
+    var = _sum(ctx, [_square(ctx, v) for v in d]) * p["inv_n"]
+    s = act.rsqrt_from(ctx, var + p["eps"], p["eps_q"])
+    return [(di * s) * w + b for di, w, b in zip(d, p["weight"], p["bias"])]
+
+
+def _rms_norm(ctx: Context, p: dict, x: list) -> list:
+    """``x_i / sqrt(mean(x^2) + eps) w_i``."""
+    ms = _sum(ctx, [_square(ctx, v) for v in x]) * p["inv_n"]
+    s = act.rsqrt_from(ctx, ms + p["eps"], p["eps_q"])
+    return [(v * s) * w for v, w in zip(x, p["weight"])]
+
+
+def is_graph(model) -> bool:
+    return isinstance(model, Graph)
+
