@@ -33,7 +33,7 @@ import flint
 import numpy as np
 import sympy
 
-from . import fused_boxes
+from . import float_shared, fused_boxes
 from . import outward as fo
 from .contexts import BallContext
 from .exact import arb_to_fraction, as_fraction
@@ -366,6 +366,7 @@ class FloatBoxEvaluator:
         out = bx.scale(skip, Z) if skip[0] or skip[1] else None
         if cols is not None:
             out = None if out is None else out[:, list(cols)]
+        rows = float_shared.SharedRows(_softmax_interval) if shared_scores else None  # rows shared across heads
         for head in heads:
             WQ, WK, WV, WO, const, vcols = head.W_Q, head.W_K, head.W_V, head.W_O, head.const, head.value_columns
             one = shared_scores and const  # input-independent scores: the first point serves all
@@ -379,7 +380,7 @@ class FloatBoxEvaluator:
             if Q.G is None and K.G is None and V.G is None:
                 # intervals (the points of the affine prefix): only the value columns' weights
                 keep = list(range(V.c.shape[2])) if vcols is None else vcols
-                pi, ok = _softmax_interval(Q, K, tau, keep)
+                pi, ok = (rows.softmax if rows is not None else _softmax_interval)(Q, K, tau, keep)
                 A = _interval_matmul(pi, FTM(V.c[:, :, keep], None, V.r[:, :, keep]))
             else:
                 pi, ok = _softmax(sbx, Q, K, tau)
