@@ -15,8 +15,8 @@ A model file rounds every weight independently, so those queries agree only to w
 units in the last place of their float enclosures, never exactly; :class:`SharedRows` shares
 them anyway, soundly:
 
-* the first row of a *class* is computed from its query box widened by ``delta = 2^-42 m``
-  (``m`` the row's largest ``|c| + r``), a relative change of about ``10^-13`` in its scores;
+* the first row of a *class* is computed from its query box widened by ``delta = 2^-48 m``
+  (``m`` the row's largest ``|c| + r``), a relative change of the order of ``10^-14`` in its scores;
 * a later row (of any head of the layer) is served by a class only when its keys and scale are
   bitwise those of the class, its value columns are the same, and its query box is proved to lie
   inside the class's box, ``fl_up(fl_up(|c_row - c_class|) + r_row) <= R_class`` coordinatewise
@@ -24,7 +24,7 @@ them anyway, soundly:
 * every other row is computed on its own, exactly as without sharing.
 
 Nothing is assumed from near-equality: the class of a row is looked up by its query
-centre quantised to ``2^-44 m`` (an equal key only names a candidate), and soundness rests on the
+centre quantised to ``2^-50 m`` (an equal key only names a candidate), and soundness rests on the
 containment test alone.  A tampered weight either still lies inside the class's box (its own
 weights are then enclosed) or fails the test and is computed on its own.  With ``C`` classes
 the layer costs ``C`` rows of ``n`` scores plus a comparison per row, instead of ``H n``
@@ -40,9 +40,9 @@ from . import outward as fo
 __all__ = ["SharedRows"]
 
 #: The widening of a class's query box, relative to the row's magnitude ``m``.
-_WIDEN = 2.0**-42
+_WIDEN = 2.0**-48
 #: The key grid of the query centres, relative to ``2^e`` where ``m`` lies in ``[2^(e-1), 2^e)``.
-_GRID_BITS = 44
+_GRID_BITS = 50
 
 
 class _Table:
@@ -115,9 +115,8 @@ class SharedRows:
             table.add(keys[first], qc[first], R, npi.c[0], npi.r[0], nok[0])
             firsts = first.size
             self.computed += firsts
-            again = np.flatnonzero(cls < 0)
-            found, _ = table.lookup(keys[again], qc[again], qr[again])
-            cls[again] = np.where(good[again], found, -1)
+            cls, _ = table.lookup(keys, qc, qr)  # every row again: adding re-sorts the classes
+            cls = np.where(good, cls, -1)
         pc, pr = np.empty((nq, len(keep))), np.empty((nq, len(keep)))
         ok = np.empty(nq, bool)
         hit = cls >= 0
@@ -137,7 +136,7 @@ class SharedRows:
 
 
 def _widening(c, r):
-    """``delta = 2^-42 max_a (|c_a| + r_a)`` per row, as a column (a power-of-two scaling: exact
+    """``delta = 2^-48 max_a (|c_a| + r_a)`` per row, as a column (a power-of-two scaling: exact
     but for underflow, which ``up`` covers)."""
     m = fo.up(np.abs(c) + r).max(axis=1, keepdims=True)
     return fo.up(m * _WIDEN)
@@ -145,7 +144,7 @@ def _widening(c, r):
 
 def _row_keys(c, r):
     """The key of each row: its exponent ``e`` (``m`` in ``[2^(e-1), 2^e)``) and its query centre
-    quantised to ``2^(e - 44)``, as one opaque bytes value per row; and whether the row can be
+    quantised to ``2^(e - 50)``, as one opaque bytes value per row; and whether the row can be
     shared (finite, nonzero).  Equal keys only name a candidate class."""
     with np.errstate(all="ignore"):
         m = np.max(np.abs(c) + r, axis=1)

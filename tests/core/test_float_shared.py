@@ -104,7 +104,9 @@ def test_shared_rows_enclose_300_bit_weights_and_share(model_json):
     assert len(made) == 1
     rows = made[0]
     assert rows.shared + rows.computed == (P + 2) * P
-    assert rows.computed <= 2 * P + 2  # P classes for keep = [0], P rows of the position head, ...
+    # about P classes for keep = [0] (a few more where a query falls in a neighbouring grid cell), and the
+    # position head's P rows (every key kept: a table of its own)
+    assert rows.computed <= 3 * P + 2
     _assert_encloses(model, calls)
 
 
@@ -163,16 +165,19 @@ def _rows(c, r):
 
 
 def test_a_row_not_inside_the_class_box_is_computed_on_its_own():
-    """Synthetic rows with one key: the second row's centre is in the first's grid cell but its
-    radius is 2^-20 (far above the widening): it must come out exactly as computed alone."""
+    """Synthetic rows with one key (centres on the key grid, one unit in the last place apart): the
+    wide row's radius is 2^-20 (far above the widening), so it must come out exactly as computed
+    alone; the narrow one lies inside the class's box and gets the class's weights."""
     K = _rows([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], [[0.0, 0.0]] * 3)
     K = FTM(K.c * 5.0, None, K.r)
     rows = float_shared.SharedRows(_softmax_interval)
-    first = _rows([[0.6, 0.8]], [[1e-17, 1e-17]])
+    first = _rows([[0.5, 0.75]], [[1e-17, 1e-17]])
     pa, _ = rows.softmax(first, K, None, [0, 1, 2])
-    wide = _rows([[0.6, 0.8], [0.6, 0.8 + 2.0**-52]], [[2.0**-20, 2.0**-20], [1e-17, 1e-17]])
+    wide = _rows([[0.5, 0.75], [0.5, 0.75 + 2.0**-53]], [[2.0**-20, 2.0**-20], [1e-17, 1e-17]])
+    keys, _ = float_shared._row_keys(np.array([[0.5, 0.75], [0.5, 0.75 + 2.0**-53]]), np.full((2, 2), 1e-17))
+    assert keys[0] == keys[1]
     pb, okb = rows.softmax(wide, K, None, [0, 1, 2])
-    ref, _ = _softmax_interval(_rows([[0.6, 0.8]], [[2.0**-20, 2.0**-20]]), K, None, [0, 1, 2])
+    ref, _ = _softmax_interval(_rows([[0.5, 0.75]], [[2.0**-20, 2.0**-20]]), K, None, [0, 1, 2])
     assert np.array_equal(pb.c[0, 0], ref.c[0, 0]) and np.array_equal(pb.r[0, 0], ref.r[0, 0])
     # the second row's box is inside the class's: served by it, bit for bit the first row's weights
     assert np.array_equal(pb.c[0, 1], pa.c[0, 0]) and np.array_equal(pb.r[0, 1], pa.r[0, 0])
@@ -222,3 +227,23 @@ def test_non_finite_rows_are_computed_alone():
     assert rows.shared == 0 and rows.computed == 3
     assert np.array_equal(pi.c, ref.c, equal_nan=True) and np.array_equal(pi.r, ref.r, equal_nan=True)
     assert np.array_equal(ok, rok)
+
+
+def test_rows_served_while_new_classes_are_added_keep_their_own_class():
+    """A head whose rows both hit earlier classes and open new ones (the classes are re-sorted
+    when added): every repeated query gets, bit for bit, the weights its class had before."""
+    K = _rows([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], [[0.0, 0.0]] * 3)
+    old = [[0.5, a / 16] for a in range(1, 16, 2)]
+    new = [[0.5, a / 16] for a in range(2, 16, 2)]
+    rows = float_shared.SharedRows(_softmax_interval)
+    pa, _ = rows.softmax(_rows(old, [[1e-17, 1e-17]] * len(old)), K, None, [0, 2])
+    mixed = [q for pair in zip(old, new) for q in pair]
+    pb, _ = rows.softmax(_rows(mixed, [[1e-17, 1e-17]] * len(mixed)), K, None, [0, 2])
+    assert rows.computed == len(old) + len(new)
+    for i in range(len(new)):
+        assert np.array_equal(pb.c[0, 2 * i], pa.c[0, i]) and np.array_equal(pb.r[0, 2 * i], pa.r[0, i])
+    for j, q in enumerate(mixed):
+        for t, k in enumerate([0, 2]):
+            v = _arb_softmax(q, K)[k]
+            c, r = flint.arb(float(pb.c[0, j, t])), flint.arb(float(pb.r[0, j, t]))
+            assert v.lower() >= c - r and v.upper() <= c + r
