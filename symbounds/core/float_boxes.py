@@ -40,7 +40,7 @@ import flint
 import numpy as np
 import sympy
 
-from . import fused_boxes
+from . import float_shared, fused_boxes
 from . import outward as fo
 from .contexts import BallContext
 from .exact import arb_to_fraction, as_fraction
@@ -368,6 +368,7 @@ class FloatBoxEvaluator:
         kept = None
         for i in range(start, stop):
             cols = self.needed.get(i) if (prune and kept is None) else None
+            ops.shared_rows = _shared_rows(self.layers[i], Z, shared_scores)
             Z = self.layers[i].apply(ops, Z, run, cols)
             kept = kept if cols is None else list(cols)
         return Z, kept
@@ -378,8 +379,9 @@ class FloatBoxEvaluator:
         return Run(self.structure, {}, self.structure.constant_heads if shared_scores else {})
 
     def _attention(self, bx, layer, Z: FTM, cols, shared_scores) -> FTM:
-        """One attention layer (``layer.apply`` over :class:`FloatBoxOps`)."""
-        return layer.apply(FloatBoxOps(bx), Z, self._walk(shared_scores), cols)
+        """One attention layer (``layer.apply`` over :class:`FloatBoxOps`); the interval softmax
+        rows of a large prefix layer shared across its heads (:func:`float_shared.rows_for`)."""
+        return layer.apply(FloatBoxOps(bx, _shared_rows(layer, Z, shared_scores)), Z, self._walk(shared_scores), cols)
 
     def _ffn(self, bx, layer, Z: FTM, cols) -> FTM:
         """One feed-forward layer (``layer.apply`` over :class:`FloatBoxOps`)."""
@@ -657,6 +659,14 @@ class _ZeroState:
         return FTM(z, None, z.copy())
 
 
+def _shared_rows(layer, Z: FTM, shared_scores: bool):
+    """The :class:`~symbounds.core.float_shared.SharedRows` of an attention layer over the points
+    of the affine prefix (``shared_scores``), when it has enough rows to pay; None otherwise."""
+    if not shared_scores or not isinstance(layer, FloatAttention):
+        return None
+    return float_shared.rows_for(layer, Z, _softmax_interval)
+
+
 class FloatBoxOps:
     """The layer operations of :mod:`symbounds.core.evaluator` over the batch of boxes ``bx``: the
     second evaluator the layers' ``apply`` (:mod:`symbounds.core.layers`) is walked with.
@@ -680,8 +690,10 @@ class FloatBoxOps:
     #: the first layer's shared softmax weights are an exact-arithmetic device, not used here
     shares_softmax = False
 
-    def __init__(self, bx: _Boxes):
+    def __init__(self, bx: _Boxes, shared_rows=None):
         self.bx = bx
+        #: a :class:`~symbounds.core.float_shared.SharedRows` serving the interval softmax, or None
+        self.shared_rows = shared_rows
 
     # --- entrywise and linear ---------------------------------------------------------------------
     def linear(self, W, Z) -> FTM:
@@ -767,7 +779,8 @@ class FloatBoxOps:
             Q = Q[:, list(rows)]
         if Z.G is None:
             keep = list(range(K.c.shape[2])) if columns is None else columns
-            pi, ok = _softmax_interval(Q, K, tau, keep)
+            softmax = _softmax_interval if self.shared_rows is None else self.shared_rows.softmax
+            pi, ok = softmax(Q, K, tau, keep)
         else:
             pi, ok = _softmax(sbx, Q, K, tau)
         self.bx.bad |= ~ok.all(axis=1)
