@@ -51,7 +51,7 @@ def run(tree: str, flags: list, workers: int, numba: bool = True) -> dict:
         argv = [*head, "certify", *flags, "--workers", str(workers), "--out", out, "--quiet"]
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True)
+        subprocess.run(argv, env=env, cwd=tmp, capture_output=True, text=True, check=True)
         wall = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         with open(out, encoding="utf-8") as f:

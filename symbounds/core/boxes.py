@@ -6,8 +6,11 @@ encloses ``T`` over the whole box: first in outward-rounded float64 over a batch
 floats cannot enclose once it can no longer be split.  The target is enclosed over the box by
 evaluating its SymPy expression on Arb balls.  A box is proved when the upper end of
 ``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split (along its widest side, or the
-side the gradient picks), down to ``min_width``.  A box whose centre violates the bound (decided rigorously, in floats rounded
-outward or in balls) refutes the claim with a counterexample.
+side the gradient picks), down to ``min_width``.  A box whose centre violates the bound (decided
+rigorously, in floats rounded outward or in balls) refutes the claim with a counterexample.  The
+boxes are searched by the shared best-first search of :mod:`symbounds.core.search`
+(:class:`CertifyProblem`, :class:`CertifyEvaluator`), which owns the queue, the verdicts, the
+limits and the progress; the evaluator here owns the worker processes and Dask.
 
 The certified network is a concrete rational one: a model file (``symbounds-transformer/1``)
 read back exactly.  Certificates built on these boxes are in :mod:`symbounds.core.certificate`.
@@ -28,11 +31,11 @@ from fractions import Fraction
 import numpy as np
 
 from . import outward as fo
+from .claims import Verdict
 from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .expr import parse_target, variables
 from .float_target import compile_target
-from .claims import Verdict
 from .modelfile import model_from_json
 from .search import Box, Enclosure, Limits, Problem, float_evaluator, search
 from .taylor import TaylorContext

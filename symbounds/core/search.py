@@ -67,9 +67,24 @@ from .float_boxes import evaluator
 from .taylor import TaylorContext
 from .transformer import Transformer, forward
 
-__all__ = ["Box", "Enclosure", "BoxEvaluator", "Limits", "Problem", "SearchResult", "search", "partition",
-           "measure", "random_points", "descend", "shape_input", "flat_output", "output_count", "float_ends",
-           "float_evaluator"]
+__all__ = [
+    "Box",
+    "BoxEvaluator",
+    "Enclosure",
+    "Limits",
+    "Problem",
+    "SearchResult",
+    "descend",
+    "flat_output",
+    "float_ends",
+    "float_evaluator",
+    "measure",
+    "output_count",
+    "partition",
+    "random_points",
+    "search",
+    "shape_input",
+]
 
 #: Boxes halved per float batch (twice as many evaluated), and per Arb step.
 FLOAT_BATCH, ARB_BATCH = 32, 1

@@ -77,7 +77,9 @@ class _Exact:
     """``T(x) = x`` enclosed exactly over a box (``[lo, hi]``)."""
 
     batch = 2
-    counts: dict = {}
+
+    def __init__(self):
+        self.counts: dict = {}
 
     def enclose(self, boxes, parents=None, deadline=None):
         return [Enclosure(b.lo, b.hi, "exact") for b in boxes]
