@@ -37,7 +37,7 @@ from .exact import arb_to_fraction
 from .expr import parse_target, variables
 from .float_target import compile_target
 from .modelfile import model_from_json
-from .search import Box, Enclosure, Limits, Problem, float_evaluator, search
+from .search import Box, Limits, Problem, float_evaluator, search
 from .taylor import TaylorContext
 from .transformer import forward
 
@@ -545,20 +545,28 @@ def _initial_boxes(d: int, per_axis: int) -> list[Box]:
     return out
 
 
-class ErrorBound(Enclosure):
-    """One box's own bound ``|T - g| <= hi[0]`` over it (``lo = hi = ()`` when nothing bounds
-    it), never met with its parent's: a box's recorded bound is the one ``check`` recomputes
-    from the box alone.  ``centre``: for a box whose bound misses ``eps``, the enclosure of the
-    error at its centre as text when ``> eps`` is proved there (a counterexample), False when
-    disproved, None when undecided; ``axis``: the side the float pass suggests halving."""
+class ErrorBound:
+    """One box's own bound ``|T - g| <= bound`` over it (None when nothing bounds it), never met
+    with its parent's: a box's recorded bound is the one ``check`` recomputes from the box alone
+    (an enclosure of :func:`symbounds.core.search.search`: ``lo = (0,)``, ``hi = (bound,)``, or
+    both empty).  ``centre``: for a box whose bound misses ``eps``, the enclosure of the error at
+    its centre as text when ``> eps`` is proved there (a counterexample), False when disproved,
+    None when undecided; ``axis``: the side the float pass suggests halving.  ``size`` is the
+    box's width as a float (its priority) and ``last`` whether it can no longer be split, found
+    once per box.  (Slots: a d = 2 certificate holds some 15,000 of them.)"""
 
-    def __init__(self, bound, method: str, centre=None, axis=None):
-        super().__init__((Fraction(0),) if bound is not None else (), (bound,) if bound is not None else (), method)
-        self.centre, self.axis = centre, axis
+    __slots__ = ("axis", "bound", "centre", "last", "method", "size")
+
+    def __init__(self, bound, method: str, centre=None, axis=None, size: float = 0.0, last: bool = False):
+        self.bound, self.method, self.centre, self.axis, self.size, self.last = bound, method, centre, axis, size, last
 
     @property
-    def bound(self) -> Fraction | None:
-        return self.hi[0] if self.hi else None
+    def lo(self) -> tuple:
+        return () if self.bound is None else (Fraction(0),)
+
+    @property
+    def hi(self) -> tuple:
+        return () if self.bound is None else (self.bound,)
 
 
 #: Boxes halved per step of the search (each step's halves are evaluated in batches of at most
@@ -604,12 +612,13 @@ class CertifyEvaluator:
             chunk = []
             for k, (box, bound, centre, axis) in enumerate(batch):
                 method = self.method
-                last = box.width() / 2 < self.min_width
+                width = box.width()
+                last = width / 2 < self.min_width
                 if bound is None and last:  # the floats could not enclose it and no split is left: Arb
                     bound, method = box_bound(self.model, self.g, self.d, box, self.prec), "taylor"
                 if (bound is None or bound > self.eps) and centre is None and last:  # nothing decided the centre: balls
                     centre = _violation(point_error(self.model, self.g, self.d, box.centre, self.prec), self.ceps) or None
-                chunk.append((at + k, ErrorBound(bound, method, centre, axis)))
+                chunk.append((at + k, ErrorBound(bound, method, centre, axis, float(width), last)))
                 self.counts[method] = self.counts.get(method, 0) + 1
                 if centre:
                     break
@@ -634,6 +643,7 @@ class CertifyProblem(Problem):
 
     falsify = False  # the centre of every box is decided with the box
     probe = False
+    stable = True  # a box is decided on its own bound alone
 
     def __init__(self, eps: Fraction, min_width: Fraction, rule: str = "widest"):
         self.eps, self.min_width, self.rule = eps, min_width, rule
@@ -641,14 +651,19 @@ class CertifyProblem(Problem):
         self._kept: set = set()
 
     def decide(self, box, enc) -> Verdict:
-        if enc.bound is not None and enc.bound <= self.eps:
+        bound = enc.bound
+        if bound is not None and bound <= self.eps:
             return Verdict.PROVED
         if enc.centre:
             return Verdict.REFUTED
-        if box.width() / 2 < self.min_width and box not in self._kept:
+        if enc.last and box not in self._kept:
             self._kept.add(box)
             self.undecided.append(box)
         return Verdict.UNDECIDED
+
+    def priority(self, box, enc) -> float:
+        """Widest first (the box's width, found once by the evaluator)."""
+        return -float(box.width()) if enc is None else -enc.size
 
     def counterexample(self, box, enc) -> dict:
         return {"x": [str(v) for v in box.centre], "error": enc.centre}

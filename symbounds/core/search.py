@@ -490,6 +490,9 @@ class Problem:
     #: sample the centres of the starting boxes and of every new box, re-checking the most
     #: violating rigorously (False for a problem whose evaluator decides a box's centre with the box)
     probe = True
+    #: what :meth:`decide` and :meth:`priority` say of a box depends on the box and its enclosure
+    #: alone (never on what the search has learnt since), so a queued box is not asked again
+    stable = False
 
     def decide(self, box: Box, enc: Enclosure) -> Verdict:
         """PROVED when nothing is left to do on the box, REFUTED when its enclosure shows a
@@ -657,7 +660,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             tick += 1
             heapq.heappush(heap, (problem.priority(b, e), tick, b, e))
         if progress is not None:
-            progress(done_volume / total if total else Fraction(0), evaluated)
+            progress(done_volume if total == 1 else done_volume / total if total else Fraction(0), evaluated)
         return None
 
     evaluated = 0
@@ -726,15 +729,16 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         pick = []
         while heap and len(pick) < min(batch, room):
             pr, _, b, e = heapq.heappop(heap)
-            if e is not None and problem.decide(b, e) is Verdict.PROVED:
-                decided.append((b, e))
-                done_volume += measure(b, axes)
-                continue
-            now = problem.priority(b, e)
-            if now > pr and heap and now > heap[0][0]:  # it fell behind another box: back in line
-                tick += 1
-                heapq.heappush(heap, (now, tick, b, e))
-                continue
+            if not problem.stable:
+                if e is not None and problem.decide(b, e) is Verdict.PROVED:
+                    decided.append((b, e))
+                    done_volume += measure(b, axes)
+                    continue
+                now = problem.priority(b, e)
+                if now > pr and heap and now > heap[0][0]:  # it fell behind another box: back in line
+                    tick += 1
+                    heapq.heappush(heap, (now, tick, b, e))
+                    continue
             if b.width() / 2 < limits.min_width:
                 small.append((b, e))
                 continue
