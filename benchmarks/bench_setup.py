@@ -28,8 +28,8 @@ from limit_setup import inputs, limit_setup
 
 from symbounds.core import transformer as T
 from symbounds.core.contexts import BallContext
+from symbounds.core.expr import variables
 from symbounds.papers import shi_liao as sl
-from symbounds.papers.shi_liao.run import _point_values
 
 EPS = {64: "19/50", 144: "6/25", 256: "9/50", 1024: "9/100", 4096: "89/2000"}
 
@@ -50,13 +50,21 @@ def detect(model):
     return model.structure().shared_softmax
 
 
+def point_values(ctx, K, model, x):
+    """``(T(x), g(x), |T(x) - g(x)|)`` in ``ctx`` (what ``symbounds pou`` evaluates at a point)."""
+    with ctx.scope():
+        t = T.forward(ctx, model, x)
+        g = ctx.from_sympy(K.g, env={s: ctx.convert(v) for s, v in zip(variables(K.d), x)})
+        return t, g, ctx.abs(t - g)
+
+
 def check_against_limit(K, model, prec, rows):
     """The engine's layer-1 output at x = 0 (rows T, g, indicator, positions) overlaps the
     limit script's."""
     affine, w, position = rows
     ball = BallContext(prec)
-    with ball.scope():  # the layer-1 part of the engine's affine prefix (the shared weights are cached)
-        F0 = T._affine_prefix_maps(ball, model, model.numeric(ball), 1)[0]
+    with ball.scope():  # the state after layer 1 at x = 0 (the shared weights are cached)
+        F0 = T.forward(ball, model, (0,) * K.d, stop=1)
     R = sl.ROWS(K.d)
     A = affine.tolist()
     Pm = position.tolist()
@@ -90,7 +98,7 @@ def main():
         setup = t_exact + t_num
         # a pou-style evaluation after the setup: T(x), g(x) and |T - g| at seeded points
         pts = sl.sample_points(2, None, args.points, 0)[-args.points:]
-        t_pts, vals_pts = cpu(lambda ps: [_point_values(ball, K, model, p) for p in ps], pts)  # noqa: B023
+        t_pts, vals_pts = cpu(lambda ps: [point_values(ball, K, model, p) for p in ps], pts)  # noqa: B023
         with ball.scope():
             err = max((v[2].upper() for v in vals_pts), key=float)
         per_point = f"{t_pts / len(pts):.4f}"

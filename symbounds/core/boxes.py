@@ -6,8 +6,11 @@ encloses ``T`` over the whole box: first in outward-rounded float64 over a batch
 floats cannot enclose once it can no longer be split.  The target is enclosed over the box by
 evaluating its SymPy expression on Arb balls.  A box is proved when the upper end of
 ``|T(box) - g(box)|`` is at most ``eps``; otherwise it is split (along its widest side, or the
-side the gradient picks), down to ``min_width``.  A box whose centre violates the bound (decided rigorously, in floats rounded
-outward or in balls) refutes the claim with a counterexample.
+side the gradient picks), down to ``min_width``.  A box whose centre violates the bound (decided
+rigorously, in floats rounded outward or in balls) refutes the claim with a counterexample.  The
+boxes are searched by the shared best-first search of :mod:`symbounds.core.search`
+(:class:`CertifyProblem`, :class:`CertifyEvaluator`), which owns the queue, the verdicts, the
+limits and the progress; the evaluator here owns the worker processes and Dask.
 
 The certified network is a concrete rational one: a model file (``symbounds-transformer/1``)
 read back exactly.  Certificates built on these boxes are in :mod:`symbounds.core.certificate`.
@@ -28,12 +31,13 @@ from fractions import Fraction
 import numpy as np
 
 from . import outward as fo
+from .claims import Verdict
 from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .expr import parse_target, variables
-from .float_boxes import evaluator
 from .float_target import compile_target
 from .modelfile import model_from_json
+from .search import Box, Limits, Problem, float_evaluator, search
 from .taylor import TaylorContext
 from .transformer import forward
 
@@ -59,43 +63,6 @@ BATCH = 256
 DEFAULT_MAX_BOXES = 200_000
 
 
-@dataclass(frozen=True)
-class Box:
-    """The closed box ``[lo_i, hi_i]`` (exact rationals)."""
-
-    lo: tuple
-    hi: tuple
-
-    @property
-    def centre(self):
-        return tuple((a + b) / 2 for a, b in zip(self.lo, self.hi))
-
-    @property
-    def half(self):
-        return tuple((b - a) / 2 for a, b in zip(self.lo, self.hi))
-
-    def split(self, axis: int | None = None) -> tuple[Box, Box]:
-        """The two halves along ``axis`` (default: the widest side, the first of equals)."""
-        k = max(range(len(self.lo)), key=lambda i: self.hi[i] - self.lo[i]) if axis is None else axis
-        mid = (self.lo[k] + self.hi[k]) / 2
-        left = Box(self.lo, self.hi[:k] + (mid,) + self.hi[k + 1:])
-        right = Box(self.lo[:k] + (mid,) + self.lo[k + 1:], self.hi)
-        return left, right
-
-    def width(self):
-        return max(b - a for a, b in zip(self.lo, self.hi))
-
-    def volume(self) -> Fraction:
-        """``prod_i (hi_i - lo_i)``, exact."""
-        v = Fraction(1)
-        for a, b in zip(self.lo, self.hi):
-            v *= Fraction(b - a)
-        return v
-
-    def as_json(self):
-        return {"lo": [str(v) for v in self.lo], "hi": [str(v) for v in self.hi]}
-
-
 @dataclass
 class CertifyOptions:
     prec: int = 128
@@ -107,11 +74,12 @@ class CertifyOptions:
     model_prec: int = 192
     fast: bool = True  # float64 Taylor models first (Arb for the boxes they cannot decide)
     split: str = "widest"  # or "gradient": the side a box that missed eps is halved along (BENCHMARKS.md)
+    timeout: float | None = None  # seconds of wall clock (checked between steps of the search)
 
 
 @dataclass
 class CertifyResult:
-    verdict: str  # proved / refuted / undecided
+    verdict: Verdict  # proved / refuted / undecided
     boxes: list  # [(Box, Fraction bound)] for the proved boxes
     max_bound: Fraction | None
     counterexample: dict | None
@@ -119,6 +87,8 @@ class CertifyResult:
     seconds: float
     evaluated: int
     extra: dict = field(default_factory=dict)
+    #: why the search ended before every box was decided: None, "timeout", "max-boxes" or "min-width"
+    stopped: str | None = None
 
     def __repr__(self) -> str:
         """The verdict, the box counts and the largest certified bound (rounded up), in one line."""
@@ -374,18 +344,6 @@ def _worker_init(model_json, target_text, d, prec, eps=None, fast=True, key=None
     _W["key"] = key
 
 
-def float_evaluator(model, prec: int):
-    """The model's float box evaluator with its one-off setup done, or None when the float path
-    does not apply or cannot enclose the setup (then every box is evaluated in Arb balls)."""
-    fast = evaluator(model, prec)
-    if fast is not None:
-        try:
-            fast.setup()
-        except ValueError:
-            return None
-    return fast
-
-
 def _pool_init(*setup):
     """A pool process: Ctrl-C goes to the parent alone (which stops the pool and reports once)."""
     ignore_sigint()
@@ -587,24 +545,157 @@ def _initial_boxes(d: int, per_axis: int) -> list[Box]:
     return out
 
 
+class ErrorBound:
+    """One box's own bound ``|T - g| <= bound`` over it (None when nothing bounds it), never met
+    with its parent's: a box's recorded bound is the one ``check`` recomputes from the box alone
+    (an enclosure of :func:`symbounds.core.search.search`: ``lo = (0,)``, ``hi = (bound,)``, or
+    both empty).  ``centre``: for a box whose bound misses ``eps``, the enclosure of the error at
+    its centre as text when ``> eps`` is proved there (a counterexample), False when disproved,
+    None when undecided; ``axis``: the side the float pass suggests halving.  ``size`` is the
+    box's width as a float (its priority) and ``last`` whether it can no longer be split, found
+    once per box.  (Slots: a d = 2 certificate holds some 15,000 of them.)"""
+
+    __slots__ = ("axis", "bound", "centre", "last", "method", "size")
+
+    def __init__(self, bound, method: str, centre=None, axis=None, size: float = 0.0, last: bool = False):
+        self.bound, self.method, self.centre, self.axis, self.size, self.last = bound, method, centre, axis, size, last
+
+    @property
+    def lo(self) -> tuple:
+        return () if self.bound is None else (Fraction(0),)
+
+    @property
+    def hi(self) -> tuple:
+        return () if self.bound is None else (self.bound,)
+
+
+#: Boxes halved per step of the search (each step's halves are evaluated in batches of at most
+#: :data:`BATCH`, spread over the workers).
+STEP = 4096
+
+
+class CertifyEvaluator:
+    """The evaluator of :func:`symbounds.core.search.search` for ``|T - g|``: each box's own
+    bound (:func:`_worker_eval`: the float pass and the float target, in this process, in forked
+    worker processes (:class:`LocalPool`) or on a Dask cluster), and, for a box that can no longer
+    be split (half-width below ``min_width``), Arb where the floats could not enclose it and balls
+    at its centre where nothing decided it.  The halves of a step go out in batches of
+    ``min(BATCH, n / (4 workers))``; the batches are read as they complete, and none after one
+    whose box centre refutes the bound (:meth:`stream`; the search stops reading there)."""
+
+    descent = (0, 0)
+
+    def __init__(self, model, g, d: int, eps: Fraction, opts: CertifyOptions, pool=None, dask=None):
+        self.model, self.g, self.d, self.eps = model, g, d, eps
+        self.prec, self.min_width = opts.prec, opts.min_width
+        self.method = "float" if opts.fast else "taylor"
+        self.pool, self.dask = pool, dask
+        self.workers = dask.workers if dask is not None else max(1, opts.workers if pool is not None else 1)
+        self.ceps = BallContext(opts.prec).convert(eps)
+        self.batch = STEP
+        self.counts: dict = {}
+
+    def stream(self, boxes: list, parents: list | None = None, deadline=None):
+        """``[(index, ErrorBound)]`` chunks, one per batch as it completes; a chunk ends at a box
+        whose centre refutes the bound (and nothing is read after it)."""
+        size = max(1, min(BATCH, len(boxes) // (4 * self.workers)))
+        batches = [boxes[i:i + size] for i in range(0, len(boxes), size)]
+        if self.dask is not None:
+            results = self.dask.imap(batches)
+        elif self.pool is not None:
+            results = self.pool.imap(batches)
+        else:
+            results = (_worker_eval(b) for b in batches)
+        start = {b[0]: k * size for k, b in enumerate(batches)}
+        for batch in results:
+            at = start[batch[0][0]]
+            chunk = []
+            for k, (box, bound, centre, axis) in enumerate(batch):
+                method = self.method
+                width = box.width()
+                last = width / 2 < self.min_width
+                if bound is None and last:  # the floats could not enclose it and no split is left: Arb
+                    bound, method = box_bound(self.model, self.g, self.d, box, self.prec), "taylor"
+                if (bound is None or bound > self.eps) and centre is None and last:  # nothing decided the centre: balls
+                    centre = _violation(point_error(self.model, self.g, self.d, box.centre, self.prec), self.ceps) or None
+                chunk.append((at + k, ErrorBound(bound, method, centre, axis, float(width), last)))
+                self.counts[method] = self.counts.get(method, 0) + 1
+                if centre:
+                    break
+            yield chunk
+            if centre:
+                return
+
+    def enclose(self, boxes: list, parents: list | None = None, deadline=None) -> list:
+        """Every box's :class:`ErrorBound` (None for the boxes after a refuting one)."""
+        out: list = [None] * len(boxes)
+        for chunk in self.stream(boxes, parents, deadline):
+            for i, e in chunk:
+                out[i] = e
+        return out
+
+
+class CertifyProblem(Problem):
+    """``|T - g| <= eps`` over every box, as a problem of :func:`symbounds.core.search.search`: a
+    box is proved when its own bound is at most ``eps``, refuted when its centre violates the
+    bound, else halved; the boxes that cannot be split (``min_width``) and are not proved are
+    kept, in the order they were decided (:attr:`undecided`)."""
+
+    falsify = False  # the centre of every box is decided with the box
+    probe = False
+    stable = True  # a box is decided on its own bound alone
+
+    def __init__(self, eps: Fraction, min_width: Fraction, rule: str = "widest"):
+        self.eps, self.min_width, self.rule = eps, min_width, rule
+        self.undecided: list = []
+        self._kept: set = set()
+
+    def decide(self, box, enc) -> Verdict:
+        bound = enc.bound
+        if bound is not None and bound <= self.eps:
+            return Verdict.PROVED
+        if enc.centre:
+            return Verdict.REFUTED
+        if enc.last and box not in self._kept:
+            self._kept.add(box)
+            self.undecided.append(box)
+        return Verdict.UNDECIDED
+
+    def priority(self, box, enc) -> float:
+        """Widest first (the box's width, found once by the evaluator)."""
+        return -float(box.width()) if enc is None else -enc.size
+
+    def counterexample(self, box, enc) -> dict:
+        return {"x": [str(v) for v in box.centre], "error": enc.centre}
+
+    def split(self, box, enc) -> tuple:
+        return box.split(_split_axis(box, None if enc is None else enc.axis, self.rule))
+
+    def objectives(self) -> list:
+        return []
+
+
 def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opts: CertifyOptions,
                   progress=None) -> CertifyResult:
-    """Prove ``|T - g| <= eps`` on ``[0,1]^d`` for the model file ``model_json``.
+    """Prove ``|T - g| <= eps`` on ``[0,1]^d`` for the model file ``model_json``: the search of
+    :mod:`symbounds.core.search` over :class:`CertifyProblem` with :class:`CertifyEvaluator`,
+    from a grid of ``initial`` boxes per axis (widest boxes first, so the boxes are evaluated
+    level by level).
 
-    ``progress(fraction, evaluated)`` is called after each box: ``fraction`` is the exact part of
-    the cube's volume proved so far (the sum of the proved boxes' volumes, a Fraction in [0, 1]) and
-    ``evaluated`` the number of boxes evaluated (the queue grows as boxes are bisected, so a count
-    of boxes has no fixed total)."""
+    At most ``max_boxes`` boxes are evaluated (none when the first grid alone has more); the
+    search also stops after ``timeout`` seconds (checked between steps).  A box that was evaluated
+    and neither proved nor refuted is reported undecided as its two halves (the boxes that were
+    to be evaluated next), one that cannot be split as itself.
+
+    ``progress(fraction, evaluated)`` is called after each step of the search: ``fraction`` is the
+    exact part of the cube's volume proved so far (the sum of the proved boxes' volumes, a Fraction
+    in [0, 1]) and ``evaluated`` the number of boxes evaluated (the queue grows as boxes are
+    bisected, so a count of boxes has no fixed total)."""
     t0 = time.perf_counter()
     per_axis = opts.initial or {1: 64, 2: 16}.get(d, 4)
-    queue = _initial_boxes(d, per_axis)
+    grid = _initial_boxes(d, per_axis)
     setup = (model_json, target_text, d, opts.prec, eps, opts.fast,
              (digest(model_json), target_text, d, opts.prec, eps, opts.fast))
-    proved: list = []
-    proved_volume = Fraction(0)
-    undecided: list = []
-    counter = None
-    evaluated = 0
     pool = dask = None
     if opts.scheduler:
         dask = _DaskMap(opts.scheduler, *setup)
@@ -615,61 +706,41 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
         model, g = _W["model"], _W["g"]
         if opts.workers > 1:
             pool = LocalPool(opts.workers, setup)
-    ceps = BallContext(opts.prec).convert(eps)
+    max_boxes = opts.max_boxes if opts.max_boxes is not None else DEFAULT_MAX_BOXES
+    ev = CertifyEvaluator(model, g, d, eps, opts, pool, dask)
+    problem = CertifyProblem(eps, opts.min_width, opts.split)
     try:
-        while queue and counter is None:
-            if evaluated + len(queue) > (opts.max_boxes if opts.max_boxes is not None else DEFAULT_MAX_BOXES):
-                undecided.extend(queue)
-                break
-            workers = dask.workers if dask is not None else max(1, opts.workers if pool is not None else 1)
-            size = max(1, min(BATCH, len(queue) // (4 * workers)))
-            batches = [queue[i:i + size] for i in range(0, len(queue), size)]
-            if dask is not None:
-                results = dask.imap(batches)
-            elif pool is not None:
-                results = pool.imap(batches)
-            else:
-                results = (_worker_eval(b) for b in batches)
-            nxt = []
-            for batch in results:
-                for box, bound, centre, axis in batch:
-                    evaluated += 1
-                    last = box.width() / 2 < opts.min_width
-                    if bound is None and last:  # the floats could not enclose it and no split is left: Arb
-                        bound = box_bound(model, g, d, box, opts.prec)
-                    if bound is not None and bound <= eps:
-                        proved.append((box, bound))
-                        proved_volume += box.volume()
-                    else:
-                        if centre is None and last:  # nothing decided the centre: balls
-                            centre = _violation(point_error(model, g, d, box.centre, opts.prec), ceps) or None
-                        if centre:
-                            counter = {"x": [str(v) for v in box.centre], "error": centre}
-                            break
-                        if last:
-                            undecided.append(box)
-                        else:
-                            nxt.extend(box.split(_split_axis(box, axis, opts.split)))
-                    if progress is not None:
-                        progress(proved_volume, evaluated)
-                if counter is not None:
-                    break
-            queue = nxt
+        if len(grid) > max_boxes:
+            res = None
+        else:
+            cube = Box((Fraction(0),) * d, (Fraction(1),) * d)
+            limits = Limits(max_boxes=max_boxes, timeout=opts.timeout, min_width=opts.min_width)
+            res = search(problem, ev, cube, limits, progress, grid)
     finally:
         if pool is not None:
             pool.close()
         if dask is not None:
             dask.close()
-    if counter is not None:
-        verdict = "refuted"
-    elif undecided:
-        verdict = "undecided"
+    extra = {"worker_restarts": pool.restarts} if pool is not None else {}
+    if res is None:
+        return CertifyResult(Verdict.UNDECIDED, [], None, None, grid, time.perf_counter() - t0, 0, extra,
+                             "max-boxes")
+    proved = [(b, e.bound) for b, e in res.decided]
+    if res.verdict is Verdict.REFUTED:
+        undecided = problem.undecided
     else:
-        verdict = "proved"
+        undecided = []
+        for b, e in res.open:
+            if b.width() / 2 < opts.min_width:
+                undecided.append(b)
+            else:
+                undecided.extend(problem.split(b, e))
+        undecided.sort(key=lambda b: (b.lo, b.hi))
+    counter = res.counterexample
     max_bound = max((b for _, b in proved), default=None)
     proved.sort(key=lambda t: (t[0].lo, t[0].hi))
-    extra = {"worker_restarts": pool.restarts} if pool is not None else {}
-    return CertifyResult(verdict, proved, max_bound, counter, undecided, time.perf_counter() - t0, evaluated, extra)
+    return CertifyResult(res.verdict, proved, max_bound, counter, undecided, time.perf_counter() - t0, res.evaluated,
+                         extra, res.stopped)
 
 
 #: A box is halved along its widest side when that is this many times the side its gradient picks.

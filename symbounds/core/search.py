@@ -28,21 +28,21 @@ every target of a Hölder class):
   points seen (at most a fifth of the search's time).  Points are exact rationals; every
   candidate is re-checked rigorously (exactly when the network admits it, else in Arb balls, once
   more at four times the precision) before it is reported.
-* **Limits.**  ``max_boxes`` evaluated boxes, a wall-clock ``timeout`` (checked between batches,
-  and between boxes on the Arb path), and ``min_width``: the search then ends ``undecided`` and
-  says why (``stopped``), with what was decided so far.
+* **Limits.**  At most ``max_boxes`` evaluated boxes (the last step is cut to the budget), a
+  wall-clock ``timeout`` (checked between batches, and between boxes on the Arb path), and
+  ``min_width``: the search then ends ``undecided`` and says why (``stopped``), with what was
+  decided so far.
 
 Verdicts are :class:`symbounds.core.claims.Verdict`.
 
 Recorded bounds.  A problem whose boxes are written to a certificate and re-derived one by one
 (``check``) must decide and record each box on its **own** enclosure: an evaluator may then
-return the box's enclosure without meeting it with the parent's (the class bound's evaluator
-does).  The whole-domain ``certify`` loop (``symbounds.core.boxes.certify_model``) is still its
-own; it moves here as a problem whose ``decide`` reads the box's own bound ``|T - f| <= eps``
-and whose evaluator records that bound, never the meet: a box is split only when its own bound
-exceeds ``eps``, so a parent's enclosure never decides a child, and the child's recorded bound
-is the one ``check`` recomputes (docs/performance.md, "The adaptive bound and the property
-search").
+return the box's enclosure without meeting it with the parent's.  The class bound's evaluator
+does, and so does the whole-domain ``certify`` (``symbounds.core.boxes.certify_model``): its
+problem decides a box on its own bound ``|T - g| <= eps`` and refutes it where the evaluator
+proved the centre violates it (:meth:`Problem.decide` returning REFUTED), and its evaluator
+hands the boxes back batch by batch as worker processes complete them (``ev.stream``), so the
+search admits each box as it comes (progress after each) and reads no more after a refuted box.
 
 The weights' numeric cache is shared between boxes (no purge): a weight is a constant Taylor
 model, the same number in every box, and the box of a result is the box of the operand with a
@@ -61,14 +61,30 @@ from fractions import Fraction
 
 import numpy as np
 
-from .boxes import Box, float_evaluator
 from .claims import Verdict
 from .contexts import BallContext, ExactContext, ExactUnsupported, Undecided
+from .float_boxes import evaluator
 from .taylor import TaylorContext
 from .transformer import Transformer, forward
 
-__all__ = ["Enclosure", "BoxEvaluator", "Limits", "SearchResult", "search", "partition", "measure",
-           "random_points", "descend", "shape_input", "flat_output", "output_count", "float_ends"]
+__all__ = [
+    "Box",
+    "BoxEvaluator",
+    "Enclosure",
+    "Limits",
+    "Problem",
+    "SearchResult",
+    "descend",
+    "flat_output",
+    "float_ends",
+    "float_evaluator",
+    "measure",
+    "output_count",
+    "partition",
+    "random_points",
+    "search",
+    "shape_input",
+]
 
 #: Boxes halved per float batch (twice as many evaluated), and per Arb step.
 FLOAT_BATCH, ARB_BATCH = 32, 1
@@ -76,6 +92,55 @@ FLOAT_BATCH, ARB_BATCH = 32, 1
 STALL = Fraction(9, 10)
 #: The most of a search's time the descents started during it may take.
 DESCENT_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class Box:
+    """The closed box ``[lo_i, hi_i]`` (exact rationals)."""
+
+    lo: tuple
+    hi: tuple
+
+    @property
+    def centre(self):
+        return tuple((a + b) / 2 for a, b in zip(self.lo, self.hi))
+
+    @property
+    def half(self):
+        return tuple((b - a) / 2 for a, b in zip(self.lo, self.hi))
+
+    def split(self, axis: int | None = None) -> tuple[Box, Box]:
+        """The two halves along ``axis`` (default: the widest side, the first of equals)."""
+        k = max(range(len(self.lo)), key=lambda i: self.hi[i] - self.lo[i]) if axis is None else axis
+        mid = (self.lo[k] + self.hi[k]) / 2
+        left = Box(self.lo, self.hi[:k] + (mid,) + self.hi[k + 1:])
+        right = Box(self.lo[:k] + (mid,) + self.lo[k + 1:], self.hi)
+        return left, right
+
+    def width(self):
+        return max(b - a for a, b in zip(self.lo, self.hi))
+
+    def volume(self) -> Fraction:
+        """``prod_i (hi_i - lo_i)``, exact."""
+        v = Fraction(1)
+        for a, b in zip(self.lo, self.hi):
+            v *= Fraction(b - a)
+        return v
+
+    def as_json(self):
+        return {"lo": [str(v) for v in self.lo], "hi": [str(v) for v in self.hi]}
+
+
+def float_evaluator(model, prec: int):
+    """The model's float box evaluator with its one-off setup done, or None when the float path
+    does not apply or cannot enclose the setup (then every box is evaluated in Arb balls)."""
+    fast = evaluator(model, prec)
+    if fast is not None:
+        try:
+            fast.setup()
+        except ValueError:
+            return None
+    return fast
 
 
 def shape_input(model: Transformer, xs: list):
@@ -422,10 +487,25 @@ class Problem:
 
     #: run the falsification pass (random points, corners, descents) before the search
     falsify = True
+    #: sample the centres of the starting boxes and of every new box, re-checking the most
+    #: violating rigorously (False for a problem whose evaluator decides a box's centre with the box)
+    probe = True
+    #: what :meth:`decide` and :meth:`priority` say of a box depends on the box and its enclosure
+    #: alone (never on what the search has learnt since), so a queued box is not asked again
+    stable = False
 
-    def decide(self, box: Box, enc: Enclosure | None) -> Verdict:
-        """PROVED when nothing is left to do on the box, else UNDECIDED (refine it)."""
+    def decide(self, box: Box, enc: Enclosure) -> Verdict:
+        """PROVED when nothing is left to do on the box, REFUTED when its enclosure shows a
+        counterexample (:meth:`counterexample` gives it), else UNDECIDED (refine it)."""
         return Verdict.UNDECIDED
+
+    def split(self, box: Box, enc: Enclosure | None) -> tuple:
+        """The two halves a box is refined into (default: along its widest side)."""
+        return box.split()
+
+    def counterexample(self, box: Box, enc: Enclosure) -> dict | None:
+        """The counterexample record of a box :meth:`decide` found REFUTED."""
+        return None
 
     def priority(self, box: Box, enc: Enclosure | None) -> float:
         """Smaller first."""
@@ -530,8 +610,13 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
     """Decide ``problem`` over ``box`` (see the module docstring).
 
     ``ev`` is a :class:`BoxEvaluator` or any object with its members ``enclose``, ``sample``,
-    ``at``, ``prec``, ``counts``, ``batch`` and ``descent``.  ``initial``: boxes partitioning
-    ``box`` to start from (default ``[box]``); their centres are probed like those of new boxes.
+    ``at``, ``prec``, ``counts``, ``batch`` and ``descent`` (``enclose``, ``counts`` and ``batch``
+    suffice for a problem without falsification, probes or objectives).  An evaluator with a
+    ``stream(boxes, parents, deadline)`` method, yielding ``[(index, enclosure)]`` chunks as they
+    complete, has each box admitted as it is read, with progress after each (for a problem
+    without probes).  ``initial``: boxes
+    partitioning ``box`` to start from (default ``[box]``); their centres are probed like those
+    of new boxes.
     ``progress(fraction, evaluated)``: the exact part of the box's volume decided so far, and the
     number of boxes evaluated.  A refuted result's ``open`` holds every box not decided (with the
     ones being refined replaced by their halves), so ``decided + open`` covers ``box`` whatever
@@ -559,34 +644,73 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         return [(b, e) for _, _, b, e in heap] + small + list(extra)
 
     def admit(pairs):
-        """Each new ``(box, enclosure)``: decided (recorded with its volume), or queued by priority."""
+        """Each new ``(box, enclosure)``: decided (recorded with its volume), or queued by priority.
+        A box the problem refutes ends the admission: ``(counterexample, the pairs not admitted)``
+        is returned, else None."""
         nonlocal done_volume, tick
-        for b, e in pairs:
-            if e is not None and problem.decide(b, e) is Verdict.PROVED:
+        pairs = list(pairs)
+        for k, (b, e) in enumerate(pairs):
+            verdict = Verdict.UNDECIDED if e is None else problem.decide(b, e)
+            if verdict is Verdict.PROVED:
                 decided.append((b, e))
                 done_volume += measure(b, axes)
                 continue
+            if verdict is Verdict.REFUTED:
+                return problem.counterexample(b, e), pairs[k:]
             tick += 1
             heapq.heappush(heap, (problem.priority(b, e), tick, b, e))
         if progress is not None:
-            progress(done_volume / total if total else Fraction(0), evaluated)
+            progress(done_volume if total == 1 else done_volume / total if total else Fraction(0), evaluated)
+        return None
 
     evaluated = 0
     if problem.falsify:
         cex = _falsify(problem, ev, box, rng, limits.samples, pool, deadline)
         if cex is not None:
             return finish(Verdict.REFUTED, cex, [(box, None)])
+    stream = getattr(ev, "stream", None) if not problem.probe else None
+
+    def streamed(boxes, parents, dl):
+        """Enclose ``boxes`` batch by batch, as ``ev.stream`` completes them, and admit each box as
+        it is read (progress after each); stop reading at a refuted box (the boxes not read stay
+        open, unevaluated): the refuted result, else None."""
+        nonlocal evaluated
+        read = [False] * len(boxes)
+        chunks = stream(boxes, parents, dl)
+        try:
+            for chunk in chunks:
+                for n, (i, e) in enumerate(chunk):
+                    read[i] = True
+                    evaluated += 1
+                    refuted = admit([(boxes[i], e)])
+                    if refuted is not None:
+                        rest = [(boxes[j], f) for j, f in chunk[n + 1:]]
+                        for j, _ in chunk[n + 1:]:
+                            read[j] = True
+                        unread = [(b, None) for b, r in zip(boxes, read) if not r]
+                        return finish(Verdict.REFUTED, refuted[0], still_open(list(refuted[1]) + rest + unread))
+        finally:
+            chunks.close()
+        return None
+
     starts = [box] if initial is None else list(initial)
-    encs = ev.enclose(starts, deadline=None)
-    evaluated = len(starts)
-    if initial is not None:
-        cs = [b.centre for b in starts]
-        ys = ev.sample(cs)
-        hit = _probe(problem, ev, cs, ys)
-        if hit is not None:
-            return finish(Verdict.REFUTED, hit, list(zip(starts, encs)))
-        _remember(pool, cs, ys, problem)
-    admit(zip(starts, encs))
+    if stream is not None:
+        done = streamed(starts, None, None)
+        if done is not None:
+            return done
+    else:
+        encs = ev.enclose(starts, deadline=None)
+        evaluated += len(starts)
+        if initial is not None and problem.probe:
+            cs = [b.centre for b in starts]
+            ys = ev.sample(cs)
+            hit = _probe(problem, ev, cs, ys)
+            if hit is not None:
+                return finish(Verdict.REFUTED, hit, list(zip(starts, encs)))
+            _remember(pool, cs, ys, problem)
+        refuted = admit(zip(starts, encs))
+        if refuted is not None:
+            return finish(Verdict.REFUTED, refuted[0], still_open(refuted[1]))
     batch = ev.batch
     last_descent = time.monotonic()
     descending = 0.0
@@ -598,21 +722,23 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         if reason is not None:
             stopped = reason
             break
-        if evaluated >= limits.max_boxes:
+        room = (limits.max_boxes - evaluated) // 2  # boxes that can be halved within the budget
+        if room < 1:
             stopped = "max-boxes"
             break
         pick = []
-        while heap and len(pick) < batch:
+        while heap and len(pick) < min(batch, room):
             pr, _, b, e = heapq.heappop(heap)
-            if e is not None and problem.decide(b, e) is Verdict.PROVED:
-                decided.append((b, e))
-                done_volume += measure(b, axes)
-                continue
-            now = problem.priority(b, e)
-            if now > pr and heap and now > heap[0][0]:  # it fell behind another box: back in line
-                tick += 1
-                heapq.heappush(heap, (now, tick, b, e))
-                continue
+            if not problem.stable:
+                if e is not None and problem.decide(b, e) is Verdict.PROVED:
+                    decided.append((b, e))
+                    done_volume += measure(b, axes)
+                    continue
+                now = problem.priority(b, e)
+                if now > pr and heap and now > heap[0][0]:  # it fell behind another box: back in line
+                    tick += 1
+                    heapq.heappush(heap, (now, tick, b, e))
+                    continue
             if b.width() / 2 < limits.min_width:
                 small.append((b, e))
                 continue
@@ -621,17 +747,24 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             continue
         children, parents = [], []
         for b, e in pick:
-            for c in b.split():
+            for c in problem.split(b, e):
                 children.append(c)
                 parents.append(e)
-        cs = [c.centre for c in children]  # the centres first: cheaper than the enclosures
-        ys = ev.sample(cs)
-        hit = _probe(problem, ev, cs, ys)
-        if hit is not None:
-            return finish(Verdict.REFUTED, hit, still_open(pick))
+        if stream is not None:
+            done = streamed(children, parents, deadline)
+            if done is not None:
+                return done
+            continue
+        if problem.probe:
+            cs = [c.centre for c in children]  # the centres first: cheaper than the enclosures
+            ys = ev.sample(cs)
+            hit = _probe(problem, ev, cs, ys)
+            if hit is not None:
+                return finish(Verdict.REFUTED, hit, still_open(pick))
         encs = ev.enclose(children, parents, deadline)
         evaluated += len(children)
-        _remember(pool, cs, ys, problem)
+        if problem.probe:
+            _remember(pool, cs, ys, problem)
         now = time.monotonic()
         if now - last_descent > 1.0 and descending <= DESCENT_SHARE * (now - t0) and problem.objectives():
             hit = _descents(problem, ev, box, pool, deadline)
@@ -639,7 +772,9 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             descending += last_descent - now
             if hit is not None:
                 return finish(Verdict.REFUTED, hit, still_open(zip(children, encs)))
-        admit(zip(children, encs))
+        refuted = admit(zip(children, encs))
+        if refuted is not None:
+            return finish(Verdict.REFUTED, refuted[0], still_open(refuted[1]))
     opened = still_open()
     if stopped is None and small:
         stopped = "min-width"
