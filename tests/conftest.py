@@ -24,3 +24,12 @@ def _no_timed_progress_lines(monkeypatch):
     from symbounds.app.args import Bar
 
     monkeypatch.setattr(Bar, "INTERVAL", float("inf"))
+
+
+@pytest.fixture(autouse=True)
+def _fused_kernel_at_every_size(monkeypatch):
+    """The compiled box kernel is used from ``fused_boxes.MIN_TOKENS`` tokens on (smaller models do
+    not repay numba's start-up); the tests' models are small, and must still run through it."""
+    from symbounds.core import fused_boxes
+
+    monkeypatch.setattr(fused_boxes, "MIN_TOKENS", 0)

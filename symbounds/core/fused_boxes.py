@@ -58,7 +58,7 @@ import numpy as np
 from . import outward as fo
 from .float_layers import FloatAttention, FloatFeedForward
 
-__all__ = ["ENABLED", "readout_model"]
+__all__ = ["ENABLED", "MIN_TOKENS", "readout_model"]
 
 
 def _numba_present() -> bool:
@@ -72,6 +72,11 @@ def _numba_present() -> bool:
 #: import.  numba itself is imported (about 1.5 s) and the kernel compiled or loaded from its cache
 #: only when a box first needs it (:func:`load`), so commands that evaluate no box do not pay.
 ENABLED = _numba_present()
+#: The fewest tokens (columns of the embedding) of a model the kernel is used for.  Loading numba
+#: and the compiled kernel costs 0.55-0.7 s of CPU per process; a smaller model's whole
+#: certificate takes about that long in NumPy (the default one, P = 40: 273 boxes), so it would
+#: only get slower (BENCHMARKS.md, "The whole-certificate table beside the previous release").
+MIN_TOKENS = 128
 #: The numba module once :func:`load` has run (None before, or without numba).
 numba = None
 
@@ -952,7 +957,7 @@ def readout_model(ev, x0, h, prefix_maps, rows_read):
     ``(B, d)``, ``(B,)``; ``bad[b]`` where a step could not be enclosed), or None when the kernel
     does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs.
     ``prefix_maps``, ``rows_read``: as for :func:`_plan`."""
-    if not ENABLED:
+    if not ENABLED or ev.base[0].shape[1] < MIN_TOKENS:
         return None
     plan = _plan(ev, prefix_maps, rows_read)  # the structure first: numba is imported only for a model the kernel covers
     if plan is None or load() is None:

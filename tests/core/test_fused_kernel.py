@@ -335,6 +335,23 @@ def test_numpy_fallback_is_sound(monkeypatch):
                 assert lo[b] <= v + MARGIN and v - MARGIN <= hi[b]
 
 
+@needs_numba
+def test_a_model_below_min_tokens_runs_the_numpy_pass(monkeypatch):
+    """Below ``MIN_TOKENS`` tokens the kernel is not used (numba's start-up would cost more than a
+    small certificate): ``readout_model`` declines, and the enclosures are the NumPy pass's; at the
+    threshold the kernel runs again."""
+    rng = random.Random(12)
+    model = fused_network(rng, 2)
+    ev = evaluator(model)
+    ev.setup()
+    n = ev.base[0].shape[1]
+    x0, h = np.full((1, 2), 0.5), np.full((1, 2), 0.125)
+    monkeypatch.setattr(fused_boxes, "MIN_TOKENS", n + 1)
+    assert fused_boxes.readout_model(ev, x0, h, ev._prefix, ev._rows_read) is None
+    monkeypatch.setattr(fused_boxes, "MIN_TOKENS", n)
+    assert fused_boxes.readout_model(ev, x0, h, ev._prefix, ev._rows_read) is not None
+
+
 def test_without_numba_the_numpy_pass_runs():
     """numba made unimportable in a fresh process: the kernel is off, decided once at import,
     and the evaluator's enclosures are the NumPy pass's, bit for bit (computed here in this
