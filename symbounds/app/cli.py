@@ -288,7 +288,7 @@ def _certify(args) -> int:
     from ..core.certificate import MIN_CERT_PREC
     from ..core.exact import decimal_up
     from ..papers.shi_liao.certificate import certify_instance
-    from .usermodel import check_certificate_out, run_model_certify, save_certificate
+    from .usermodel import STOPPED, check_certificate_out, run_model_certify, save_certificate, timeout_seconds
 
     if args.model is not None or args.spec is not None:
         if args.max_boxes is None:
@@ -300,9 +300,7 @@ def _certify(args) -> int:
         from .class_cli import run_class_certify
 
         return run_class_certify(args)
-    if args.timeout is not None:
-        raise UsageError("--timeout is used with --model --spec or --holder-class (the whole-cube search has "
-                         "--max-boxes)")
+    timeout = timeout_seconds(args.timeout)
     inst = instance(args)
     precision(args.prec, lo=MIN_CERT_PREC, why=f"below {MIN_CERT_PREC} bits the enclosures of the softmax weights "
               "are too wide to decide any box")
@@ -315,7 +313,8 @@ def _certify(args) -> int:
     try:
         cert, res = certify_instance(
             inst, CertifyOptions(prec=args.prec, workers=args.workers, scheduler=args.scheduler,
-                                 max_boxes=args.max_boxes, fast=not args.arb_only, split=args.bisect),
+                                 max_boxes=args.max_boxes, fast=not args.arb_only, split=args.bisect,
+                                 timeout=timeout),
             lambda f, n: bar.volume(f, n, estimate=True))
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -327,6 +326,7 @@ def _certify(args) -> int:
     summary["boxes"] = len(cert["boxes"])
     summary["undecided_boxes"] = len(cert["undecided_boxes"])
     summary["assumptions"] = {a["id"]: a["verdict"] for a in cert["assumptions"]}
+    summary["stopped"] = res.stopped
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -338,6 +338,8 @@ def _certify(args) -> int:
         if res.counterexample:
             print(f"  counterexample: x = ({', '.join(res.counterexample['x'])}), |T - g| = {res.counterexample['error']}")
         print(f"  time: {res.seconds:.1f} s" + (f"; certificate written to {out}" if out else ""))
+        if res.stopped:
+            print(f"  stopped by {STOPPED.get(res.stopped, res.stopped)}, {len(res.boxes)} boxes proved so far")
         grid = [a["id"] for a in cert["assumptions"] if a["verdict"] == "evidence"]
         why = f" (assumptions {', '.join(grid)} on g: grid evidence only)" if res.verdict == "proved" and grid else ""
         print(f"verdict: {res.verdict}{why}")

@@ -91,8 +91,7 @@ def add_model_certify_arguments(c) -> None:
                         "(otherwise it is kept and this one is written beside it, CERT.refuted.json or "
                         "CERT.undecided.json)")
     c.add_argument("--timeout", default=None, metavar="SECONDS",
-                   help="with --spec or --holder-class: stop after this many seconds (undecided, with the part "
-                        "proved so far)")
+                   help="stop after this many seconds of the box search (undecided, with the part proved so far)")
     c.add_argument("--result", default=None, metavar="OUT.txt",
                    help="with --spec and --timeout: write the VNN-COMP result file (unsat, sat and its witness, "
                         "timeout, unknown or error); an unsat's certificate goes to --out (default OUT.cert.json)")

@@ -59,3 +59,32 @@ def test_certify_runs_with_the_scaled_budget(capsys, monkeypatch):
     assert code == 0 and seen["max_boxes"] == 200_000
     code, _, _ = run_cli(capsys, "certify", *SMALL, "--quiet", "--max-boxes", "5000")
     assert code == 0 and seen["max_boxes"] == 5000
+
+
+def test_timeout_ends_the_whole_cube_search_undecided_and_keeps_a_proved_certificate(capsys, tmp_path):
+    """``--timeout`` on the whole-cube search: a run that cannot finish in 0.5 s of search (d = 2, P = 256: about 5 s) ends
+    undecided, says why, exits 3, and leaves the proved certificate already at ``--out`` as it was
+    (this run's partial one is written beside it)."""
+    import json
+
+    out = tmp_path / "c.json"
+    code, _, err = run_cli(capsys, "certify", "--quiet", "--out", str(out))
+    assert code == 0, err
+    good = out.read_bytes()
+    code, text, err = run_cli(capsys, "certify", "--d", "2", "--holder", "1", "--bound", "1", "--eps", "9/50",
+                              "--target", "sin(x1+x2)/2", "--timeout", "0.5", "--json", "--out", str(out))
+    summary = json.loads(text)
+    assert code == 3, err
+    assert summary["verdict"] == "undecided" and summary["stopped"] == "timeout"
+    assert summary["undecided_boxes"] > 0
+    assert out.read_bytes() == good
+    assert json.loads((tmp_path / "c.undecided.json").read_text())["verdict"] == "undecided"
+    code, text, _ = run_cli(capsys, "certify", "--d", "2", "--holder", "1", "--bound", "1", "--eps", "9/50",
+                            "--target", "sin(x1+x2)/2", "--timeout", "0.5")
+    assert code == 3 and "stopped by the timeout" in text
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1e9"])
+def test_a_bad_timeout_is_one_line_exit_2(capsys, value):
+    code, _, err = run_cli(capsys, "certify", "--timeout", value)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--timeout" in err, err
