@@ -114,3 +114,19 @@ def test_one_input_is_the_first_box_and_its_softmax_the_first_boxs():
     assert first.G is not None and first.c.shape[0] == first.G.shape[0] == 1
     assert np.array_equal(first.c, full.c[:1]) and np.array_equal(first.G, full.G[:1])
     assert np.array_equal(first.r, full.r[:1])
+
+
+def test_relu_of_the_box_operations_encloses_relu_at_points():
+    """``FloatBoxOps.relu`` (the evaluator's entrywise ReLU; the layers call ``relu_pairs``) of
+    ``x - 1/4`` over ``x in [-1, 1]`` and of ``x + 3`` encloses ``max(x - 1/4, 0)`` and ``x + 3``
+    at points of the box, and is 0 at its bottom (up to rounding)."""
+    from symbounds.core.float_boxes import FTM, FloatBoxOps
+
+    x0, h = _centres([(F(-1),)], [(F(1),)])
+    ops = FloatBoxOps(_Boxes(h))
+    H = FTM(np.array([[[-0.25, 3.0]]]) + x0[0, 0], np.ones((1, 1, 1, 2)), np.zeros((1, 1, 2)))
+    lo, hi = ops.bx.range(ops.relu(H))
+    assert -1e-15 <= lo[0, 0, 0] <= 0.0 and lo[0, 0, 1] <= 2.0
+    for x in (F(-1), F(0), F(1, 4), F(1, 2), F(1)):
+        assert lo[0, 0, 0] <= max(x - F(1, 4), F(0)) <= hi[0, 0, 0]
+        assert lo[0, 0, 1] <= x + 3 <= hi[0, 0, 1]
