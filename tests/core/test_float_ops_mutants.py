@@ -130,3 +130,21 @@ def test_relu_of_the_box_operations_encloses_relu_at_points():
     for x in (F(-1), F(0), F(1, 4), F(1, 2), F(1)):
         assert lo[0, 0, 0] <= max(x - F(1, 4), F(0)) <= hi[0, 0, 0]
         assert lo[0, 0, 1] <= x + 3 <= hi[0, 0, 1]
+
+
+def test_a_linear_relu_pair_is_evaluated_as_the_linear_map_over_a_box():
+    """``3 relu(x) - 3 relu(-x) - x/2 + 1/3 = 5x/2 + 1/3`` over ``x in [-1/2, 1/2]``: with the pair
+    read as the linear map it is, the range is ``[-11/12, 19/12]`` up to rounding; a ReLU hull of
+    each unit (the pair ignored) loses the unit's correlation with the skip ``-x/2`` and is
+    ``[-3/2, 3/2] + [-1/4, 1/4]`` wide, 1 more."""
+    ffn = FeedForward(((1,), (-1,)), (0, 0), ((3, -3),), (F(1, 3),), skip=F(-1, 2))
+    model = Transformer(layers=(ffn,), embedding=Embedding(base=((0,),), E=((1,),), column=0), readout=Readout(0, 0))
+    ev = evaluator(model)
+    assert ev.layers[0].pairs
+    x0, h = _centres([(F(-1, 2),)], [(F(1, 2),)])
+    bx = _Boxes(h)
+    lo, hi = bx.range(float_boxes.ffn_layer(ev, bx, ev.layers[0], float_boxes.embed(ev, bx, x0)))
+    assert lo[0, 0, 0] <= F(-11, 12) and F(19, 12) <= hi[0, 0, 0]
+    assert hi[0, 0, 0] - lo[0, 0, 0] <= 2.5 + 1e-12
+    a, b, ok = ev.walk([(F(-1, 2),)], [(F(1, 2),)])  # the whole plain pass, the same layer
+    assert ok.all() and a[0] <= F(-11, 12) and F(19, 12) <= b[0] and b[0] - a[0] <= 2.5 + 1e-12
