@@ -31,7 +31,8 @@ CONF
 cat >> "$work/pyproject.toml" <<'CONF'
 also_copy = ["tests/", "README.md", "docs/"]
 # the tests written for the float box pass, and those that walk the layers with both evaluators
-# (test_walker.py) and the scalar forward pass (test_transformer.py); left out are its four slowest tests (the [SL26]
+# (test_walker.py), the scalar forward pass (test_transformer.py), the shared softmax weights the
+# layers read (test_shared_trace.py) and the tests written for this evaluator; left out are its four slowest tests (the [SL26]
 # network at d = 2 and d = 1, 30 s and 3 s, and the two random-network sweeps, 6 s and 5 s), which
 # reach no line the smaller networks and the hand-worked operation tests do not
 pytest_add_cli_args_test_selection = [
@@ -40,6 +41,8 @@ pytest_add_cli_args_test_selection = [
     "tests/core/test_outward_error_bounds.py",
     "tests/core/test_walker.py",
     "tests/core/test_transformer.py",
+    "tests/core/test_shared_trace.py",
+    "tests/core/test_float_ops_mutants.py",
 ]
 pytest_add_cli_args = ["-x", "-p", "no:cacheprovider", "-m", "not slow", "-k",
     "not test_shi_liao_float_ranges_contain_ball_values and not test_random_networks_float_enclosures"]

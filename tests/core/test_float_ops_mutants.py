@@ -148,3 +148,48 @@ def test_a_linear_relu_pair_is_evaluated_as_the_linear_map_over_a_box():
     assert hi[0, 0, 0] - lo[0, 0, 0] <= 2.5 + 1e-12
     a, b, ok = ev.walk([(F(-1, 2),)], [(F(1, 2),)])  # the whole plain pass, the same layer
     assert ok.all() and a[0] <= F(-11, 12) and F(19, 12) <= b[0] and b[0] - a[0] <= 2.5 + 1e-12
+
+
+def _hardmax_model(silent: bool = False):
+    """Rows ``(x, 0)`` and ``(1, 2)``; one hardmax head with queries row 1, keys and values row 0:
+    token 1 reads ``x`` when ``x > 0`` (score ``2x`` against ``0``), ``0`` when ``x < 0``, the
+    average ``x/2`` at a tie.  With ``silent``, a second head whose ``W_O W_V = 0``."""
+    head = Head(W_Q=((0, 1),), W_K=((1, 0),), W_V=((1, 0),), W_O=((1,), (0,)))
+    heads = (head, Head(W_Q=((1, 0),), W_K=((0, 1),), W_V=((1, 0),), W_O=((0,), (0,)))) if silent else (head,)
+    att = Attention(heads, "hardmax", skip=0)
+    emb = Embedding(base=((0, 0), (1, 2)), E=((1,), (0,)), column=0)
+    return Transformer(layers=(att,), embedding=emb, readout=Readout(0, 1))
+
+
+def test_an_input_dependent_head_is_recomputed_at_every_input_of_a_context():
+    """Exact values of ``_hardmax_model`` at ``x = 1, 2, -1, 0`` in one context (the context's
+    cache of input-independent heads persists across calls): ``1, 2, 0, 0``.  A head whose
+    output were cached though it depends on the input would repeat the first value."""
+    from symbounds.core.contexts import ExactContext
+    from symbounds.core.exact import as_fraction
+    from symbounds.core.transformer import forward
+
+    model = _hardmax_model()
+    assert not any(model.structure().constant_heads.values())
+    ctx = ExactContext()
+    assert [as_fraction(forward(ctx, model, (x,))) for x in (1, 2, -1, 0)] == [1, 2, 0, 0]
+
+
+def test_the_trace_keeps_a_silent_heads_matrix_at_its_position():
+    """With a trace, every head's attention matrix is recorded in head order, a silent head's too
+    (it adds nothing to the output but a reader of the trace indexes the heads by position).  At
+    ``x = 1`` in ``_hardmax_model(silent=True)``: head 0 scores ``(1, 0)`` and ``(2, 0)``, both
+    rows ``[1, 0]``; the silent head scores ``(1, 2)`` and ``(0, 0)``: ``[0, 1]`` and
+    ``[1/2, 1/2]``; the value is 1."""
+    from symbounds.core.contexts import ExactContext
+    from symbounds.core.exact import as_fraction
+    from symbounds.core.transformer import forward
+
+    model = _hardmax_model(silent=True)
+    assert model.structure().silent_heads == {(0, 1)}
+    v, tr = forward(ExactContext(), model, (1,), trace=True)
+    assert as_fraction(v) == 1
+    pis = tr.attention[0]
+    assert len(pis) == 2
+    assert [[as_fraction(p) for p in row] for row in pis[0]] == [[1, 0], [1, 0]]
+    assert [[as_fraction(p) for p in row] for row in pis[1]] == [[0, 1], [F(1, 2), F(1, 2)]]
