@@ -122,7 +122,9 @@ def test_property_reader_keeps_the_tightest_input_bounds_and_skips_smt_settings(
 
 
 @pytest.mark.parametrize("text, words", [("x1 +", "target: unexpected 'end'"), ("sin(", "target: unexpected 'end'"),
-                                         ("(x1", "target: expected ')' at token 2")])
+                                         ("(x1", "target: expected ')' at token 2"),
+                                         ("y", "target: unexpected 'y'"), ("x2 + 1", "target: unexpected 'x2'"),
+                                         ("sin-x1)", "target: expected '(' at token 1")])
 def test_target_messages_name_the_end_and_the_token(text, words):
     import re
 
@@ -136,6 +138,15 @@ def test_target_nesting_limit_is_100_parentheses():
     assert parse("(" * 100 + "x1" + ")" * 100, 1) == ("x", 0)
     with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
         parse("(" * 101 + "x1" + ")" * 101, 1)
+
+
+@pytest.mark.parametrize("opening", ["-(", "+(", "2^(", "2**("])
+def test_target_nesting_counts_a_sign_or_a_power_as_one_level(opening):
+    """A sign or a power's exponent is one level more, its parentheses another: 50 such pairs
+    reach depth 100 and are read, 51 are refused."""
+    assert parse(opening * 50 + "x1" + ")" * 50, 1)
+    with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
+        parse(opening * 51 + "x1" + ")" * 51, 1)
 
 
 def test_property_alternatives_limit_is_4096():
@@ -473,3 +484,28 @@ def test_readout_indices_are_integers_in_range(edit, message):
 
     with pytest.raises(Rejected, match="^" + re.escape(message) + "$"):
         parse_model(dict(_two_tokens(), **edit), 1)
+
+
+def test_an_embedding_with_more_input_columns_than_d_is_refused():
+    import re
+
+    from symbounds_kernel.network import Network
+
+    m = _two_tokens()
+    m["embedding"]["E"] = [["1", "0"], ["0", "0"]]
+    with pytest.raises(Rejected, match="^" + re.escape("model: embedding.E has the wrong shape") + "$"):
+        Network(m, 1)
+    Network(m, 2)
+
+
+def test_two_layers_in_the_affine_stage():
+    """Two hardmax layers of constant scores (positions 1, 2; winner token 1), each adding token 1's
+    row 1 to every token's row 1: ``[5, 1/3 + x]`` becomes ``[16/3 + x, 2/3 + 2x]``, then
+    ``[6 + 3x, 4/3 + 4x]``; both layers are in the affine stage and applied once each."""
+    from symbounds_kernel.network import Network
+
+    layer = {"type": "attention", "kind": "hardmax", "skip": "1", "heads": [
+        {"W_Q": [["1", "0"]], "W_K": [["1", "0"]], "W_V": [["0", "1"]], "W_O": [["0"], ["1"]]}]}
+    m = _model([["1", "2"], ["5", "1/3"]], [["0"], ["1"]], [layer, layer], row=1, col=1)
+    assert Network(m, 1).start == 2
+    _enclosed(m, [F(0)], [F(1, 2)], exact=lambda x: 6 + 3 * x[0], width=F(3, 2) + F(1, 10**6))
