@@ -124,7 +124,9 @@ def test_property_reader_keeps_the_tightest_input_bounds_and_skips_smt_settings(
 @pytest.mark.parametrize("text, words", [("x1 +", "target: unexpected 'end'"), ("sin(", "target: unexpected 'end'"),
                                          ("(x1", "target: expected ')' at token 2"),
                                          ("y", "target: unexpected 'y'"), ("x2 + 1", "target: unexpected 'x2'"),
-                                         ("sin-x1)", "target: expected '(' at token 1")])
+                                         ("sin-x1)", "target: expected '(' at token 1"),
+                                         ("sin(x1, x1)", "target: sin takes one argument"),
+                                         ("max(x1)", "target: max takes two or more")])
 def test_target_messages_name_the_end_and_the_token(text, words):
     import re
 
@@ -147,6 +149,15 @@ def test_target_nesting_counts_a_sign_or_a_power_as_one_level(opening):
     assert parse(opening * 50 + "x1" + ")" * 50, 1)
     with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
         parse(opening * 51 + "x1" + ")" * 51, 1)
+
+
+@pytest.mark.parametrize("opening", ["sin(", "max(0,", "min(1,1,"])
+def test_target_nesting_counts_a_function_argument_as_one_level(opening):
+    """Each argument of a function, the first or a later one, is one level: 100 nested calls are
+    read, 101 refused."""
+    assert parse(opening * 100 + "x1" + ")" * 100, 1)
+    with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
+        parse(opening * 101 + "x1" + ")" * 101, 1)
 
 
 def test_property_alternatives_limit_is_4096():
