@@ -126,7 +126,8 @@ def test_property_reader_keeps_the_tightest_input_bounds_and_skips_smt_settings(
                                          ("y", "target: unexpected 'y'"), ("x2 + 1", "target: unexpected 'x2'"),
                                          ("sin-x1)", "target: expected '(' at token 1"),
                                          ("sin(x1, x1)", "target: sin takes one argument"),
-                                         ("max(x1)", "target: max takes two or more")])
+                                         ("max(x1)", "target: max takes two or more"),
+                                         ("x1 x1", "target: unexpected 'x1' after the expression")])
 def test_target_messages_name_the_end_and_the_token(text, words):
     import re
 
