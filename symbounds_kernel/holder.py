@@ -173,7 +173,7 @@ class ClassNet:
                     den += self.diff(l, k, X).lower().exp().lower()
             r = (rest - term[k].upper() if k in term else rest).lower()
             if r > 0:
-                den += ((ref - at[k] - rho[k]).exp().lower() * r).lower()
+                den += (ref - at[k] - rho[k]).exp().lower() * r  # a ball: its rounding stays in den
             far2 = sum((max(abs(a - c).upper(), abs(b - c).upper()) ** 2 for (a, b), c in zip(ends, self.c[k])), zero)
             r = far2.upper().sqrt() if self.alpha == 1 else far2.upper() ** self.half_alpha
             items.append((((self.C_H * r).min(self.two_B) + self.B_ell[k]).upper(), (1 / den).upper()))

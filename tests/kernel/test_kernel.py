@@ -856,6 +856,14 @@ def test_integer_powers_take_the_integer_path_and_others_the_real_one():
     (lambda c: [c.update({k: 0}) for k in ("zz", "a", "b", "c")], "unknown or missing fields: ['a', 'b', 'c']"),
     (lambda c: c.pop("seconds"), "unknown or missing fields: ['seconds']"),
     (lambda c: c.update(counterexample=[]), "the verdict is not 'proved' with no undecided box and no counterexample"),
+    (lambda c: c.update(claim=c["claim"].replace("<=", "<")), "the claim's wording is not the claim checked"),
+    (lambda c: c.update(eps="0.5"), "eps: '0.5' is not a rational string"),
+    (lambda c: c.update(eps="0"), "eps is not positive"),
+    (lambda c: c.update(eps="-1/2"), "eps is not positive"),
+    (lambda c: c.update(construction="model"), "instance of a model certificate is not {'inputs': d}"),
+    (lambda c: c["instance"].update(eps="0.5"), "instance.eps: '0.5' is not a rational string"),
+    (lambda c: c["instance"].update(paper="x"), "the instance's paper, d, eps or target is not the claim's"),
+    (lambda c: c.update(construction="y" * 50), f"unknown construction {'y' * 40!r}"),
 ])
 def test_field_messages_are_exact(edit, message):
     cert = copy.deepcopy(SMALL)

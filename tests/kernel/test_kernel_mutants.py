@@ -122,7 +122,12 @@ def test_property_reader_keeps_the_tightest_input_bounds_and_skips_smt_settings(
 
 
 @pytest.mark.parametrize("text, words", [("x1 +", "target: unexpected 'end'"), ("sin(", "target: unexpected 'end'"),
-                                         ("(x1", "target: expected ')' at token 2")])
+                                         ("(x1", "target: expected ')' at token 2"),
+                                         ("y", "target: unexpected 'y'"), ("x2 + 1", "target: unexpected 'x2'"),
+                                         ("sin-x1)", "target: expected '(' at token 1"),
+                                         ("sin(x1, x1)", "target: sin takes one argument"),
+                                         ("max(x1)", "target: max takes two or more"),
+                                         ("x1 x1", "target: unexpected 'x1' after the expression")])
 def test_target_messages_name_the_end_and_the_token(text, words):
     import re
 
@@ -136,6 +141,24 @@ def test_target_nesting_limit_is_100_parentheses():
     assert parse("(" * 100 + "x1" + ")" * 100, 1) == ("x", 0)
     with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
         parse("(" * 101 + "x1" + ")" * 101, 1)
+
+
+@pytest.mark.parametrize("opening", ["-(", "+(", "2^(", "2**("])
+def test_target_nesting_counts_a_sign_or_a_power_as_one_level(opening):
+    """A sign or a power's exponent is one level more, its parentheses another: 50 such pairs
+    reach depth 100 and are read, 51 are refused."""
+    assert parse(opening * 50 + "x1" + ")" * 50, 1)
+    with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
+        parse(opening * 51 + "x1" + ")" * 51, 1)
+
+
+@pytest.mark.parametrize("opening", ["sin(", "max(0,", "min(1,1,"])
+def test_target_nesting_counts_a_function_argument_as_one_level(opening):
+    """Each argument of a function, the first or a later one, is one level: 100 nested calls are
+    read, 101 refused."""
+    assert parse(opening * 100 + "x1" + ")" * 100, 1)
+    with pytest.raises(Rejected, match=r"^target: nested too deeply$"):
+        parse(opening * 101 + "x1" + ")" * 101, 1)
 
 
 def test_property_alternatives_limit_is_4096():
@@ -267,3 +290,234 @@ def test_property_naming_one_output_more_than_a_readout_less_model_is_refused_by
     cert = dict(_with_model(cert, model), property=text, property_sha256=hashlib.sha256(text.encode()).hexdigest())
     with pytest.raises(Rejected, match="^" + re.escape("the property has 10 outputs, the model 9") + "$"):
         kp.check_property(cert)
+
+
+# ------------------------------------------------------------------------------------------
+# network.py (the fourth run): small models built for one feature each, every enclosure
+# compared with symbounds' own 300-bit evaluation (tests/byon_helpers.py) and a hand-worked value
+
+
+def _model(base, E, layers, row=0, column=0, col=0):
+    return {"format": "symbounds-transformer/1", "input": "vector", "precision_bits": 128,
+            "embedding": {"base": base, "E": E, "column": col}, "layers": layers,
+            "readout": {"row": row, "column": column}}
+
+
+def _enclosed(model, lo, hi, exact=None, width=None):
+    """The kernel's enclosure of ``model`` over ``[lo, hi]`` holds the reference at the corners and
+    the centre (and the hand-worked ``exact(x)`` there), and is at most ``width`` wide."""
+    import itertools
+    import pathlib
+    import sys
+
+    from flint import ctx
+
+    from symbounds_kernel import verify
+    from symbounds_kernel.network import Network
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    from byon_helpers import as_fraction, reference
+
+    old, ctx.prec = ctx.prec, verify.PREC
+    try:
+        T = Network(model, len(lo)).enclose(lo, hi)
+    finally:
+        ctx.prec = old
+    up, down = verify._upper(T), -verify._upper(-T)
+    points = [list(p) for p in itertools.product(*zip(lo, hi))] + [[(a + b) / 2 for a, b in zip(lo, hi)]]
+    for x in points:
+        v = as_fraction(reference(model, x)[0])
+        assert down <= v <= up, (x, float(v), float(down), float(up))
+        if exact is not None:
+            assert abs(v - exact(x)) < F(1, 10**60)
+    if width is not None:
+        assert up - down <= width, float(up - down)
+    return down, up
+
+
+def test_an_attention_skip_carries_a_row_no_head_writes():
+    """The readout row 1 is written by no head (W_O's row 1 is 0): after the layer it is the skip's
+    copy of ``1/2 + x``, so the layer must read its own output rows from its input (``_reads``);
+    the scores ``x^2, x`` depend on ``x``, so the layer is not in the affine stage."""
+    m = _model([["0", "1"], ["1/2", "0"]], [["1"], ["1"]],
+               [{"type": "attention", "kind": "softmax", "skip": "1", "heads": [
+                   {"W_Q": [["1", "0"]], "W_K": [["1", "0"]], "W_V": [["1", "0"]], "W_O": [["1"], ["0"]]}]}], row=1)
+    _enclosed(m, [F(1, 4)], [F(1, 2)], exact=lambda x: F(1, 2) + x[0], width=F(1, 4) + F(1, 10**6))
+
+
+def test_constant_hardmax_scores_whose_ranges_touch_have_no_winner():
+    """The affine stage's hardmax row: a score ball ``t`` about ``[1, 2]`` and the exact score at its
+    upper end touch there, where the true scores may tie (the hardmax then averages), so neither
+    wins; 2^-20 above it, the exact score wins."""
+    from symbounds_kernel.network import _weights
+
+    t = arb(1.5, 0.5)
+    with pytest.raises(ArithmeticError, match="^a hardmax row whose winner is not decided$"):
+        _weights("hardmax", [t, t.upper()])
+    with pytest.raises(ArithmeticError):
+        _weights("hardmax", [t.upper(), t])
+    e, one = _weights("hardmax", [t, t.upper() + arb(2) ** -20])
+    assert [float(v) for v in e] == [0, 1] and float(one) == 1
+
+
+@pytest.mark.parametrize("row, exact", [
+    (0, lambda x: F(1, 2) + x[0]),  # relu(1/2), a unit that reads no input, plus relu(x)
+    (1, lambda x: F(1, 4)),         # b2 alone: the row has no skip and no unit
+])
+def test_ffn_units_and_rows_with_no_input(row, exact):
+    m = _model([["0"], ["0"]], [["1"], ["0"]],
+               [{"type": "ffn", "skip": "0", "W1": [["0", "0"], ["1", "0"]], "b1": ["1/2", "0"],
+                 "W2": [["1", "1"], ["0", "0"]], "b2": ["0", "1/4"]}], row=row)
+    _enclosed(m, [F(1, 4)], [F(1, 2)], exact=exact, width=F(1, 4) + F(1, 10**6))
+
+
+def test_a_hardmax_layer_of_constant_scores_is_in_the_affine_stage():
+    """Positions 1, 2 in row 0 give the scores ``p_j p_k``, independent of ``x``, whose winner is
+    token 1 for both queries; its value row holds ``1/3 + x`` (x enters at token 1): T = 1/3 + x."""
+    from symbounds_kernel.network import Network
+
+    m = _model([["1", "2"], ["5", "1/3"]], [["0"], ["1"]],
+               [{"type": "attention", "kind": "hardmax", "skip": "0", "heads": [
+                   {"W_Q": [["1", "0"]], "W_K": [["1", "0"]], "W_V": [["0", "1"]], "W_O": [["0"], ["1"]]}]}],
+               row=1, col=1)
+    assert Network(m, 1).start == 1
+    _enclosed(m, [F(0)], [F(1, 2)], exact=lambda x: F(1, 3) + x[0], width=F(1, 2) + F(1, 10**6))
+
+
+@pytest.mark.parametrize("tau", ["2", "1/3"])
+def test_a_softmax_layer_with_tau_and_no_skip_writes_a_row_it_does_not_read(tau):
+    """Scores ``x^2 / tau, x / tau`` (they depend on ``x``: Taylor stage), values ``x, 1`` written
+    to row 1, which the layer does not read and, with no skip, does not copy:
+    ``T = (x e^(x^2/tau) + e^(x/tau)) / (e^(x^2/tau) + e^(x/tau))``, also at 50 digits."""
+    import mpmath
+
+    m = _model([["0", "1"], ["0", "0"]], [["1"], ["0"]],
+               [{"type": "attention", "kind": "softmax", "skip": "0", "tau": tau, "heads": [
+                   {"W_Q": [["1", "0"]], "W_K": [["1", "0"]], "W_V": [["1", "0"]], "W_O": [["0"], ["1"]]}]}], row=1)
+    t = F(tau)
+
+    def exact(x):
+        with mpmath.workdps(50):
+            q = lambda v: mpmath.mpf(v.numerator) / v.denominator
+            a, b = mpmath.exp(q(x[0] ** 2 / t)), mpmath.exp(q(x[0] / t))
+            v = (q(x[0]) * a + b) / (a + b)
+            return F(mpmath.nstr(v, 45))
+
+    down, up = _enclosed(m, [F(1, 2)], [F(1, 2) + F(1, 64)], width=F(1, 100))
+    assert down <= exact([F(1, 2)]) + F(1, 10**40) and exact([F(1, 2)]) - F(1, 10**40) <= up
+
+
+def test_a_second_head_with_zero_rows_after_one_that_writes_no_needed_row():
+    """Head 0 writes only row 0 (not read out: skipped); head 1 writes row 1 and has a zero row in
+    each of W_Q, W_K, W_V (models with no input term): ``T = (x e^(x^2) + e^x) / (e^(x^2) + e^x)``."""
+    import mpmath
+
+    m = _model([["0", "1"], ["0", "0"]], [["1"], ["0"]],
+               [{"type": "attention", "kind": "softmax", "skip": "0", "heads": [
+                   {"W_Q": [["1", "0"]], "W_K": [["1", "0"]], "W_V": [["1", "0"]], "W_O": [["1"], ["0"]]},
+                   {"W_Q": [["1", "0"], ["0", "0"]], "W_K": [["1", "0"], ["0", "0"]], "W_V": [["0", "0"], ["1", "0"]],
+                    "W_O": [["0", "0"], ["0", "1"]]}]}], row=1)
+    down, up = _enclosed(m, [F(1, 2)], [F(1, 2) + F(1, 64)], width=F(1, 100))
+    with mpmath.workdps(50):
+        a, b = mpmath.exp(mpmath.mpf(1) / 4), mpmath.exp(mpmath.mpf(1) / 2)
+        v = F(mpmath.nstr((a / 2 + b) / (a + b), 45))
+    assert down - F(1, 10**40) <= v <= up + F(1, 10**40)
+
+
+def test_relu_units_with_opposite_weights_and_equal_biases_are_not_a_pair():
+    """``relu(x - 1/4) + relu(-x - 1/4)``: the weights are opposite but the biases equal, not
+    opposite, so ``relu(-u) = relu(u) - u`` does not apply (it would give ``1/4`` at ``x = 0``)."""
+    m = _model([["0"]], [["1"]], [{"type": "ffn", "skip": "0", "W1": [["1"], ["-1"]], "b1": ["-1/4", "-1/4"],
+                                   "W2": [["1", "1"]], "b2": ["0"]}])
+    _enclosed(m, [F(0)], [F(1, 8)], exact=lambda x: F(0), width=F(1, 10**6))
+    _enclosed(m, [F(1, 2)], [F(3, 4)], exact=lambda x: x[0] - F(1, 4), width=F(1, 4) + F(1, 10**6))
+
+
+def test_a_relu_pair_with_a_bias_is_rewritten_exactly():
+    """``relu(x - 1/4) + 2 relu(1/4 - x)``, a pair: ``3 relu(x - 1/4) - 2 (x - 1/4)``, whose constant
+    ``-2 (-1/4)`` comes from the bias; it is ``x - 1/4`` on [1/2, 3/4] and ``1/2 - 2x`` on [0, 1/8]."""
+    from symbounds_kernel.network import parse_model
+
+    m = _model([["0"]], [["1"]], [{"type": "ffn", "skip": "0", "W1": [["1"], ["-1"]], "b1": ["-1/4", "1/4"],
+                                   "W2": [["1", "2"]], "b2": ["0"]}])
+    assert len(parse_model(m, 1)[3][0][3]) == 1  # one unit left
+    _enclosed(m, [F(1, 2)], [F(3, 4)], exact=lambda x: x[0] - F(1, 4), width=F(1, 4) + F(1, 10**6))
+    _enclosed(m, [F(0)], [F(1, 8)], exact=lambda x: F(1, 2) - 2 * x[0], width=F(1, 4) + F(1, 10**6))
+
+
+def _two_tokens(row=1, column=0, second=False):
+    """Scores ``z_0 z_0'`` of row 0 (``x`` at token 0, 1 at token 1: Taylor stage), values row 0
+    written to row 1; with ``second`` the layer keeps row 0 (a skip) and a second such layer
+    follows, whose values are that row 1."""
+    head = {"W_Q": [["1", "0"]], "W_K": [["1", "0"]], "W_V": [["1", "0"]], "W_O": [["0"], ["1"]]}
+    layers = [{"type": "attention", "kind": "softmax", "skip": "1" if second else "0", "heads": [head]}]
+    if second:
+        layers.append({"type": "attention", "kind": "softmax", "skip": "0", "heads": [dict(head, W_V=[["0", "1"]])]})
+    return _model([["0", "1"], ["0", "0"]], [["1"], ["0"]], layers, row=row, column=column)
+
+
+def test_the_readout_column_of_the_last_attention_layer():
+    """Column 1 (the query is token 1, scores ``x, 1``): ``T = (x e^x + e) / (e^x + e)``, at
+    ``x = 1/2`` about 0.811; column 0 there is about 0.781."""
+    import mpmath
+
+    down, up = _enclosed(_two_tokens(column=1), [F(1, 2)], [F(1, 2) + F(1, 256)], width=F(1, 500))
+    with mpmath.workdps(50):
+        a, e = mpmath.exp(mpmath.mpf(1) / 2), mpmath.e
+        v = F(mpmath.nstr((a / 2 + e) / (a + e), 45))
+    assert down - F(1, 10**40) <= v <= up + F(1, 10**40)
+
+
+def test_two_attention_layers_in_the_taylor_stage():
+    """The first layer must give every column (the second reads both tokens' keys and values):
+    ``T = sum_k w_k v_k``, ``w`` the softmax of ``x, 1`` times ``x``, ``v_k`` the first layer's
+    outputs at the two tokens (50 digits)."""
+    import mpmath
+
+    down, up = _enclosed(_two_tokens(second=True), [F(1, 2)], [F(1, 2) + F(1, 256)], width=F(1, 500))
+    with mpmath.workdps(50):
+        x = mpmath.mpf(1) / 2
+        sm = lambda s, v: sum(mpmath.exp(a) * b for a, b in zip(s, v)) / sum(mpmath.exp(a) for a in s)
+        v = [sm([x * x, x], [x, 1]), sm([x, 1], [x, 1])]
+        t = F(mpmath.nstr(sm([x * x, x], v), 45))
+    assert down - F(1, 10**40) <= t <= up + F(1, 10**40)
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"readout": {"row": 2, "column": 0}}, "model: readout.row is not an integer in [0, 2)"),
+    ({"readout": {"row": True, "column": 0}}, "model: readout.row is not an integer in [0, 2)"),
+    ({"readout": {"row": 0, "column": "0"}}, "model: readout.column is not an integer in [0, 2)"),
+    ({"readout": {"row": 0, "column": -1}}, "model: readout.column is not an integer in [0, 2)"),
+])
+def test_readout_indices_are_integers_in_range(edit, message):
+    import re
+
+    from symbounds_kernel.network import parse_model
+
+    with pytest.raises(Rejected, match="^" + re.escape(message) + "$"):
+        parse_model(dict(_two_tokens(), **edit), 1)
+
+
+def test_an_embedding_with_more_input_columns_than_d_is_refused():
+    import re
+
+    from symbounds_kernel.network import Network
+
+    m = _two_tokens()
+    m["embedding"]["E"] = [["1", "0"], ["0", "0"]]
+    with pytest.raises(Rejected, match="^" + re.escape("model: embedding.E has the wrong shape") + "$"):
+        Network(m, 1)
+    Network(m, 2)
+
+
+def test_two_layers_in_the_affine_stage():
+    """Two hardmax layers of constant scores (positions 1, 2; winner token 1), each adding token 1's
+    row 1 to every token's row 1: ``[5, 1/3 + x]`` becomes ``[16/3 + x, 2/3 + 2x]``, then
+    ``[6 + 3x, 4/3 + 4x]``; both layers are in the affine stage and applied once each."""
+    from symbounds_kernel.network import Network
+
+    layer = {"type": "attention", "kind": "hardmax", "skip": "1", "heads": [
+        {"W_Q": [["1", "0"]], "W_K": [["1", "0"]], "W_V": [["0", "1"]], "W_O": [["0"], ["1"]]}]}
+    m = _model([["1", "2"], ["5", "1/3"]], [["0"], ["1"]], [layer, layer], row=1, col=1)
+    assert Network(m, 1).start == 2
+    _enclosed(m, [F(0)], [F(1, 2)], exact=lambda x: 6 + 3 * x[0], width=F(3, 2) + F(1, 10**6))
