@@ -643,3 +643,13 @@ def test_model_parser_reads_the_fields_of_a_good_model():
     assert [[(j, float(v)) for j, v in r] for r in layers[1][1]] == [[], []]  # skip 0: no linear part
     m["layers"][0].pop("skip")
     assert parse_model(m, 1)[3][0][2] == 0
+
+
+def test_the_rows_needed_are_carried_back_through_three_layers():
+    """Three FFNs, readout row 1: the last writes row 1 from row 0 (``relu(x)``), the two before it
+    only copy (skip 1), so they must give row 0, which the readout row does not name: each layer's
+    needed rows are the reads of the layer right after it."""
+    copy = {"type": "ffn", "skip": "1", "W1": [["0", "0"]], "b1": ["0"], "W2": [["0"], ["0"]], "b2": ["0", "0"]}
+    last = {"type": "ffn", "skip": "0", "W1": [["1", "0"]], "b1": ["0"], "W2": [["0"], ["1"]], "b2": ["0", "0"]}
+    m = _model([["0"], ["0"]], [["1"], ["0"]], [copy, dict(copy), last], row=1)
+    _enclosed(m, [F(1, 4)], [F(1, 2)], exact=lambda x: x[0], width=F(1, 4) + F(1, 10**6))
