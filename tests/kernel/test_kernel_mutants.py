@@ -521,3 +521,135 @@ def test_two_layers_in_the_affine_stage():
     m = _model([["1", "2"], ["5", "1/3"]], [["0"], ["1"]], [layer, layer], row=1, col=1)
     assert Network(m, 1).start == 2
     _enclosed(m, [F(0)], [F(1, 2)], exact=lambda x: 6 + 3 * x[0], width=F(3, 2) + F(1, 10**6))
+
+
+# ------------------------------------------------------------------------------------------
+# network.parse_model, _matrix, _ball (the fifth run): every refusal's message, matched whole,
+# and the fields read from a good model compared with the file's own numbers
+
+
+def _ffn_model():
+    """``_two_tokens`` with an FFN layer after the attention layer (two units, no pair)."""
+    m = _two_tokens()
+    m["layers"].append({"type": "ffn", "skip": "1", "W1": [["1", "0"], ["0", "2"]], "b1": ["1/2", "-1/3"],
+                        "W2": [["1", "0"], ["0", "3"]], "b2": ["1/5", "0"]})
+    return m
+
+
+def _drop(d, k):
+    d.pop(k)
+
+
+_PARSER_CASES = [
+    (lambda m: m.clear(), "model: not a vector-input model of format 'symbounds-transformer/1'"),
+    (lambda m: m.update(format="symbounds-transformer/2"), "model: not a vector-input model of format 'symbounds-transformer/1'"),
+    (lambda m: m.update(input="tokens"), "model: not a vector-input model of format 'symbounds-transformer/1'"),
+    (lambda m: _drop(m, "embedding"), "model: needs 'embedding', 'layers' and 'readout'"),
+    (lambda m: m.update(embedding=[]), "model: needs 'embedding', 'layers' and 'readout'"),
+    (lambda m: _drop(m, "readout"), "model: needs 'embedding', 'layers' and 'readout'"),
+    (lambda m: m.update(readout=[0, 0]), "model: needs 'embedding', 'layers' and 'readout'"),
+    (lambda m: _drop(m, "layers"), "model: needs 'embedding', 'layers' and 'readout'"),
+    (lambda m: m.update(layers={}), "model: needs 'embedding', 'layers' and 'readout'"),
+    (lambda m: m.update(layers=[]), "model: no layers"),
+    (lambda m: m["embedding"].update(base=None), "model: embedding.base is not a non-empty list of rows"),
+    (lambda m: m["embedding"].update(base=[]), "model: embedding.base is not a non-empty list of rows"),
+    (lambda m: m["embedding"].update(base=[["0", "1"], []]), "model: embedding.base is not a non-empty list of rows"),
+    (lambda m: m["embedding"].update(base=[["0", "1"], "01"]), "model: embedding.base is not a non-empty list of rows"),
+    (lambda m: m["embedding"].update(base=[["0", "1"], ["0"]]), "model: embedding.base has the wrong shape"),
+    (lambda m: m["embedding"]["base"][1].__setitem__(0, "x"), "model: embedding.base: 'x' is not a number string"),
+    (lambda m: m["embedding"]["base"][1].__setitem__(0, "1/0"), "model: embedding.base: a zero denominator"),
+    (lambda m: m["embedding"].update(E=[["1"]]), "model: embedding.E has the wrong shape"),
+    (lambda m: m["embedding"].update(E=[["1"], ["1"], ["1"]]), "model: embedding.E has the wrong shape"),
+    (lambda m: m["embedding"].update(E=None), "model: embedding.E is not a non-empty list of rows"),
+    (lambda m: m["embedding"].update(column=2), "model: embedding.column is not an integer in [0, 2)"),
+    (lambda m: _drop(m["embedding"], "column"), "model: embedding.column is not an integer in [0, 2)"),
+    (lambda m: m["layers"].__setitem__(0, 3), "model: layers[0] is not an object"),
+    (lambda m: m["layers"].__setitem__(1, []), "model: layers[1] is not an object"),
+    (lambda m: m["layers"][0].update(skip="x"), "model: layers[0].skip: 'x' is not a number string"),
+    (lambda m: m["layers"][1].update(skip=1), "model: layers[1].skip: '1' is not a number string"),
+    (lambda m: m["layers"][0].update(type="mlp"), "model: layers[0] is neither an attention nor an ffn layer"),
+    (lambda m: _drop(m["layers"][0], "type"), "model: layers[0] is neither an attention nor an ffn layer"),
+    (lambda m: m["layers"][0].update(kind="linear"), "model: layers[0] is neither an attention nor an ffn layer"),
+    (lambda m: _drop(m["layers"][0], "kind"), "model: layers[0] is neither an attention nor an ffn layer"),
+    (lambda m: m["layers"][0].update(heads=[]), "model: layers[0] is neither an attention nor an ffn layer"),
+    (lambda m: _drop(m["layers"][0], "heads"), "model: layers[0] is neither an attention nor an ffn layer"),
+    (lambda m: m["layers"][1].update(type="attention"), "model: layers[1] is neither an attention nor an ffn layer"),
+    (lambda m: m["layers"][0].update(tau="x"), "model: layers[0].tau: 'x' is not a number string"),
+    (lambda m: m["layers"][0].update(tau="0"), "model: layers[0] has a non-positive tau or no list of heads"),
+    (lambda m: m["layers"][0].update(tau="-1/2"), "model: layers[0] has a non-positive tau or no list of heads"),
+    (lambda m: m["layers"][0].update(heads={"W_Q": 1}), "model: layers[0] has a non-positive tau or no list of heads"),
+    (lambda m: m["layers"][0].update(heads="h"), "model: layers[0] has a non-positive tau or no list of heads"),
+    (lambda m: m["layers"][0]["heads"].__setitem__(0, 5), "model: layers[0].heads[0].W_Q is not a non-empty list of rows"),
+    (lambda m: m["layers"][0]["heads"].append(5), "model: layers[0].heads[1].W_Q is not a non-empty list of rows"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_Q=[["1"]]), "model: layers[0].heads[0].W_Q has the wrong shape"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_K=[["1", "0"], ["0", "0"]]), "model: layers[0].heads[0].W_K has the wrong shape"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_K=[["1"]]), "model: layers[0].heads[0].W_K has the wrong shape"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_V=[["1"]]), "model: layers[0].heads[0].W_V has the wrong shape"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_V=None), "model: layers[0].heads[0].W_V is not a non-empty list of rows"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_O=[["0"]]), "model: layers[0].heads[0].W_O has the wrong shape"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_O=[["0", "0"], ["1", "0"]]), "model: layers[0].heads[0].W_O has the wrong shape"),
+    (lambda m: m["layers"][0]["heads"][0]["W_O"][1].__setitem__(0, "1e"), "model: layers[0].heads[0].W_O: '1e' is not a number string"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_K=None), "model: layers[0].heads[0].W_K is not a non-empty list of rows"),
+    (lambda m: m["layers"][0]["heads"][0].update(W_O=None), "model: layers[0].heads[0].W_O is not a non-empty list of rows"),
+    (lambda m: m["layers"][1].update(W1=[["1"], ["0"]]), "model: layers[1].W1 has the wrong shape"),
+    (lambda m: m["layers"][1].update(W1=None), "model: layers[1].W1 is not a non-empty list of rows"),
+    (lambda m: m["layers"][1].update(b1=["1"]), "model: layers[1].b1 has the wrong shape"),
+    (lambda m: m["layers"][1].update(b1=None), "model: layers[1].b1 is not a non-empty list of rows"),
+    (lambda m: m["layers"][1].update(b1=["1", "x"]), "model: layers[1].b1: 'x' is not a number string"),
+    (lambda m: m["layers"][1].update(W2=[["1", "0"]]), "model: layers[1].W2 has the wrong shape"),
+    (lambda m: m["layers"][1].update(W2=[["1"], ["0"]]), "model: layers[1].W2 has the wrong shape"),
+    (lambda m: m["layers"][1].update(W2=None), "model: layers[1].W2 is not a non-empty list of rows"),
+    (lambda m: m["layers"][1].update(b2=["1", "0", "0"]), "model: layers[1].b2 has the wrong shape"),
+    (lambda m: m["layers"][1].update(b2=None), "model: layers[1].b2 is not a non-empty list of rows"),
+    (lambda m: m["layers"][1].update(b2=["1", "2/0"]), "model: layers[1].b2: a zero denominator"),
+]
+
+
+@pytest.mark.parametrize("edit, message", _PARSER_CASES)
+def test_model_parser_messages_are_exact(edit, message):
+    import re
+
+    from symbounds_kernel.network import parse_model
+
+    m = _ffn_model()
+    parse_model(m, 1)
+    edit(m)
+    with pytest.raises(Rejected, match="^" + re.escape(message) + "$"):
+        parse_model(m, 1)
+
+
+def test_model_parser_reads_the_fields_of_a_good_model():
+    """Every field of ``_ffn_model`` as the file gives it: the exact weights, ``tau`` 1 when absent
+    and as given otherwise, a skip ``0`` when absent, the FFN's biases and linear part as balls."""
+    from symbounds_kernel.network import parse_model
+
+    m = _ffn_model()
+    base, E, col, layers, readout = parse_model(m, 1)
+    assert base == [[0, 1], [0, 0]] and E == [[1], [0]] and col == 0 and readout == (1, 0)
+    att, ffn = layers
+    assert att[:4] == ("attention", "softmax", 0, 1) and type(att[3]) is Fraction
+    assert att[4] == [([[1, 0]], [[1, 0]], [[1, 0]], [[0], [1]])]
+    assert [[[(j, float(v)) for j, v in r] for r in W] for W in att[5][0]] == [[[(0, 1.0)]]] * 3 + [[[], [(0, 1.0)]]]
+    kind, Lin, l, W1, b1, W2 = ffn
+    assert kind == "ffn" and [[(j, float(v)) for j, v in r] for r in Lin] == [[(0, 1.0)], [(1, 1.0)]]
+    assert abs(float(l[0].mid()) - 0.2) < 1e-15 and l[0].rad() < 1e-15 and l[1] == 0
+    assert [[(j, float(v)) for j, v in r] for r in W1] == [[(0, 1.0)], [(1, 2.0)]]
+    assert b1[0] == arb(1) / 2 and abs(float(b1[1].mid()) + 1 / 3) < 1e-15 and b1[1].rad() < 1e-15
+    assert [[(j, float(v)) for j, v in r] for r in W2] == [[(0, 1.0)], [(1, 3.0)]]
+    m["layers"][0].update(tau="2/3")
+    m["layers"][1].pop("skip")
+    layers = parse_model(m, 1)[3]
+    assert layers[0][3] == Fraction(2, 3)
+    assert [[(j, float(v)) for j, v in r] for r in layers[1][1]] == [[], []]  # skip 0: no linear part
+    m["layers"][0].pop("skip")
+    assert parse_model(m, 1)[3][0][2] == 0
+
+
+def test_the_rows_needed_are_carried_back_through_three_layers():
+    """Three FFNs, readout row 1: the last writes row 1 from row 0 (``relu(x)``), the two before it
+    only copy (skip 1), so they must give row 0, which the readout row does not name: each layer's
+    needed rows are the reads of the layer right after it."""
+    copy = {"type": "ffn", "skip": "1", "W1": [["0", "0"]], "b1": ["0"], "W2": [["0"], ["0"]], "b2": ["0", "0"]}
+    last = {"type": "ffn", "skip": "0", "W1": [["1", "0"]], "b1": ["0"], "W2": [["0"], ["1"]], "b2": ["0", "0"]}
+    m = _model([["0"], ["0"]], [["1"], ["0"]], [copy, dict(copy), last], row=1)
+    _enclosed(m, [F(1, 4)], [F(1, 2)], exact=lambda x: x[0], width=F(1, 4) + F(1, 10**6))
