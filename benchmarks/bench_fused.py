@@ -12,7 +12,7 @@ readout column and FFN2, every outward rounding included), and the machine's flo
 measured here: a numba loop of independent multiply-adds (scalar), and an elementwise
 ``a x + b`` over an L1-resident array (what LLVM vectorises).  "x of the count" is the per-box
 time over the count's time at the vector rate; "kernel alone" is the compiled pass without the
-conversion of the boxes' exact ends to float centres and half-widths (``float_boxes._centres``)
+conversion of the boxes' exact ends to float centres and half-widths (``float_boxes.centres``)
 and the readout's range, which the fused pass includes.  The certificate is ``certify`` of
 the d = 2, P = 256 instance in one worker, kernel on and off: CPU seconds, boxes evaluated, CPU
 per evaluated box.
@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from symbounds.core import fused_boxes
 from symbounds.core.boxes import CertifyOptions, float_evaluator
-from symbounds.core.float_boxes import _centres
+from symbounds.core.float_boxes import centres
 from symbounds.core.modelfile import model_from_json, model_to_json
 from symbounds.papers import shi_liao as sl
 from symbounds.papers.shi_liao.certificate import certify_instance
@@ -132,7 +132,7 @@ def main():
                 (tf if fused else tn).append(per_box(ev, lo, hi, fused))
         a, b = min(tn), min(tf)
         # the kernel alone: the boxes' float centres and half-widths made once, outside the timing
-        x0, h = _centres(lo, hi)
+        x0, h = centres(lo, hi)
         plan = fused_boxes._plan(ev, ev._prefix, ev._rows_read)
         tk = []
         for _ in range(args.rounds):
