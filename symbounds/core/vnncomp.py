@@ -120,21 +120,26 @@ def load_network(path: str):
 
 
 def _onnx_network(path: str, proto, onnx_to_model, OnnxError):
-    """The network of an ONNX graph: a model file's where the graph is one, else a layer graph;
-    when neither reads it, the one line :func:`symbounds.core.onnx_graph.import_onnx_network`
-    would give."""
-    from .onnx_graph import _reason, onnx_to_graph
+    """The network of an ONNX graph: a model file's where the graph is one, else a layer graph
+    (:func:`symbounds.core.onnx_graph.import_onnx_network`, whose one line says why neither reads
+    it); a ``.gz`` graph, already decompressed, is tried the same two ways (the layer graph's line
+    when neither reads it)."""
+    from .onnx_graph import import_onnx_network, onnx_to_graph
 
+    if not path.endswith(".gz"):
+        try:
+            return import_onnx_network(path)
+        except OnnxError as e:
+            raise VnncompError(str(e).splitlines()[0]) from None
     first = lambda e: str(e).splitlines()[0] if str(e) else type(e).__name__
     try:
         return model_from_json(model_to_json(onnx_to_model(proto)))
-    except (OnnxError, ValueError) as e:
-        model_error = first(e)
+    except (OnnxError, ValueError):
+        pass
     try:
         return onnx_to_graph(proto)
     except (OnnxError, ValueError) as e:
-        graph_error = first(e)
-    raise VnncompError(f"{path}: {_reason(model_error, graph_error)}")
+        raise VnncompError(f"{path}: {first(e)}") from None
 
 
 def read_instances(path: str) -> list[Instance]:
