@@ -351,7 +351,7 @@ def run_model_certify(args) -> int:
 def _certify_spec(args, prec: int) -> int:
     from ..core.vnnlib import SpecError, parse_vnnlib, read_vnnlib_text, verify
 
-    model = _load_model(args.model, "certify --spec")
+    model = _load(args.model)  # a model file of either format, or an ONNX graph
     timeout = timeout_seconds(getattr(args, "timeout", None))
     check_out_folders(args.out)
     bar = Bar(args, "box")

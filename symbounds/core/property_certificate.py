@@ -1,8 +1,9 @@
 """Certificates of VNN-LIB properties (``symbounds-property-certificate/1``): the proof behind an
 ``unsat`` answer, re-verified from scratch by ``symbounds check``.
 
-A certificate holds the network (the model file's JSON, as imported from ONNX when it came from
-there, and its SHA-256), the property file's text (and its SHA-256), the precision, and the
+A certificate holds the network (the model file's JSON -- ``symbounds-transformer/1``, or the layer
+graph's ``symbounds-graph/1`` for an MLP or any network read as a layer graph -- as imported from
+ONNX when it came from there, and its SHA-256), the property file's text (and its SHA-256), the precision, and the
 *leaves* of the search: the sub-boxes on which every alternative of the unsafe region was shown
 unreachable, each ``[lo, hi]`` with exact rational ends.  The check
 
@@ -30,8 +31,10 @@ from .bound import BoundError, check_box
 from .boxes import Box, digest
 from .claims import Verdict
 from .exact import NumberError, parse_number
-from .modelfile import ModelFileError, model_from_json, model_to_json
-from .search import BoxEvaluator, output_count
+from .graph import Graph
+from .graph_file import graph_to_json, network_from_json
+from .modelfile import ModelFileError, model_to_json
+from .search import BoxEvaluator
 
 __all__ = ["PROPERTY_FORMAT", "PropertyCertificateError", "make_property_certificate",
            "check_property_certificate", "MAX_LEAVES"]
@@ -55,7 +58,7 @@ def make_property_certificate(*, version: str, model, spec_text: str, result, pr
     """The certificate of a proved :func:`symbounds.core.vnnlib.verify` run (``result``)."""
     if str(result.verdict) != "proved":
         raise ValueError("only a proved property has a certificate")
-    mj = model_to_json(model, max(prec, 128))
+    mj = graph_to_json(model) if isinstance(model, Graph) else model_to_json(model, max(prec, 128))
     return {
         "format": PROPERTY_FORMAT,
         "symbounds": version,
@@ -97,7 +100,7 @@ def _inside(leaf: Box, box: Box) -> bool:
 def check_property_certificate(cert: dict, progress=None) -> dict:
     """Re-verify a property certificate (see the module docstring); returns
     ``{"leaves", "nodes", "inputs", "alternatives"}`` or raises :class:`PropertyCertificateError`."""
-    from .vnnlib import PropertyProblem, SpecError, parse_vnnlib
+    from .vnnlib import PropertyProblem, SpecError, network_outputs, parse_vnnlib
 
     if not isinstance(cert, dict) or cert.get("format") != PROPERTY_FORMAT:
         raise PropertyCertificateError(f"not a property certificate ('format' must be {PROPERTY_FORMAT!r})")
@@ -113,10 +116,10 @@ def check_property_certificate(cert: dict, progress=None) -> dict:
     if text_digest(text) != _req(cert, "property_sha256", str):
         raise PropertyCertificateError("the property does not match its digest (property_sha256)")
     try:
-        model = model_from_json(mj)
+        model = network_from_json(mj)
         spec = parse_vnnlib(text)
         root = check_box(model, spec.lo, spec.hi)
-        k = output_count(model, len(root.lo))
+        k = network_outputs(model, len(root.lo))
     except (ModelFileError, SpecError, BoundError) as e:
         raise PropertyCertificateError(str(e).splitlines()[0]) from None
     if spec.outputs != k:

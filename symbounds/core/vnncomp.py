@@ -5,10 +5,12 @@
   ``.gz`` (as the competition's benchmark folders ship large networks and properties), never
   more than a limit of compressed *and* of decompressed bytes: a small ``.gz`` that expands to
   gigabytes (a gzip bomb) is refused with one line after at most ``limit + 1`` bytes were
-  produced.  :func:`load_network` takes a model file (``symbounds-transformer/1`` JSON) or an ONNX
-  graph (imported on the fly by :mod:`symbounds.core.onnx_io`, every float weight as its exact
-  binary rational): JSON when the first non-blank byte is ``{``, ONNX when the name ends in
-  ``.onnx`` or the bytes parse as an ONNX graph with an input, else one line naming both.
+  produced.  :func:`load_network` takes a model file (``symbounds-transformer/1`` or a layer graph,
+  ``symbounds-graph/1``, JSON) or an ONNX graph (imported on the fly, every float weight as its
+  exact binary rational: a model file's network by :mod:`symbounds.core.onnx_io` where the graph
+  is one, else a layer graph by :mod:`symbounds.core.onnx_graph`, as ``bound`` imports it): JSON
+  when the first non-blank byte is ``{``, ONNX when the name ends in ``.onnx`` or the bytes parse
+  as an ONNX graph with an input, else one line naming both.
 * **instances.csv.**  One instance a line, ``onnx,vnnlib,timeout`` (seconds), the paths relative
   to the csv's folder, no header (:func:`read_instances`).
 * **The result file.**  The first line is the answer, one of :data:`ANSWERS`: ``unsat`` (the
@@ -21,7 +23,11 @@
   result file *is* the point, and re-checks it rigorously (exactly where the network admits it,
   else in Arb balls); :func:`onnxruntime_check` runs the ONNX graph there in onnxruntime and says
   whether its float outputs, taken exactly, lie in the unsafe region too (the competition's
-  checker replays the witness this way).
+  checker replays the witness this way).  The session runs in the graph's own input type: a
+  ``torch.onnx.export`` graph is float32 (onnxruntime has no float64 kernels for some of the
+  operations a layer graph reads, such as Erf, Softplus and LeakyRelu), so its outputs are float32
+  approximations, and a witness whose outputs lie within their rounding of the unsafe region's
+  edge may be confirmed rigorously and not by onnxruntime (the result says which).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from fractions import Fraction
 
 from .exact import NumberError, parse_number
 from .shipped import read_shipped
+from .graph_file import network_from_json
 from .modelfile import ModelFileError, model_from_json, model_to_json
 
 __all__ = ["ANSWERS", "VnncompError", "Instance", "read_shipped", "load_network", "read_instances",
@@ -74,17 +81,19 @@ def _reject_float(text):
 
 
 def load_network(path: str):
-    """``(Transformer, onnx_bytes or None)`` of a model file or an ONNX graph (``.gz`` read
-    bounded); :class:`VnncompError` with one line otherwise."""
+    """``(network, onnx_bytes or None)`` of a model file (either format) or an ONNX graph
+    (``.gz`` read bounded): a :class:`~symbounds.core.transformer.Transformer`, or a layer
+    :class:`~symbounds.core.graph.Graph`; :class:`VnncompError` with one line otherwise."""
     data = read_shipped(path, VnncompError, MAX_NETWORK_BYTES)
     head = data.lstrip()[:1]
     name = _bare_name(path)
     if head == b"{":
         try:
             obj = json.loads(data.decode("utf-8"), parse_float=_reject_float, parse_constant=_reject_float)
-            return model_from_json(obj), None
+            return network_from_json(obj), None
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise VnncompError(f"{path}: not valid JSON (a model file is symbounds-transformer/1 JSON)") from None
+            raise VnncompError(f"{path}: not valid JSON (a model file is symbounds-transformer/1 or "
+                               "symbounds-graph/1 JSON)") from None
         except RecursionError:
             raise VnncompError(f"{path}: JSON nested too deeply") from None
         except ModelFileError as e:
@@ -107,12 +116,30 @@ def load_network(path: str):
         if name.endswith(".onnx"):
             raise VnncompError(f"{path}: not an ONNX file (no graph with an input)")
         raise VnncompError(f"{path}: neither a model file (symbounds-transformer/1 JSON) nor an ONNX graph")
+    return _onnx_network(path, proto, onnx_to_model, OnnxError), data
+
+
+def _onnx_network(path: str, proto, onnx_to_model, OnnxError):
+    """The network of an ONNX graph: a model file's where the graph is one, else a layer graph
+    (:func:`symbounds.core.onnx_graph.import_onnx_network`, whose one line says why neither reads
+    it); a ``.gz`` graph, already decompressed, is tried the same two ways (the layer graph's line
+    when neither reads it)."""
+    from .onnx_graph import import_onnx_network, onnx_to_graph
+
+    if not path.endswith(".gz"):
+        try:
+            return import_onnx_network(path)
+        except OnnxError as e:
+            raise VnncompError(str(e).splitlines()[0]) from None
+    first = lambda e: str(e).splitlines()[0] if str(e) else type(e).__name__
     try:
-        model = onnx_to_model(proto)
-        return model_from_json(model_to_json(model)), data
+        return model_from_json(model_to_json(onnx_to_model(proto)))
+    except (OnnxError, ValueError):
+        pass
+    try:
+        return onnx_to_graph(proto)
     except (OnnxError, ValueError) as e:
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise VnncompError(f"{path}: {message}") from None
+        raise VnncompError(f"{path}: {first(e)}") from None
 
 
 def read_instances(path: str) -> list[Instance]:

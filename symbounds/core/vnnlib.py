@@ -37,10 +37,11 @@ from .bound import check_box
 from .claims import Verdict
 from .contexts import BallContext
 from .exact import NumberError, parse_number
+from .graph import Graph
 from .search import BoxEvaluator, Limits, Problem, float_ends, output_count, search
 from .transformer import Transformer
 
-__all__ = ["PropertyProblem", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
+__all__ = ["PropertyProblem", "network_outputs", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
 
 MAX_PROPERTY_BYTES = 4 * 2**20
 MAX_DISJUNCTS = 4096
@@ -415,6 +416,12 @@ def enclosure(ctx, v) -> tuple[Fraction, Fraction]:
     return BallContext(ctx.prec).to_fraction_bounds(v.range())
 
 
+def network_outputs(model, m: int) -> int:
+    """How many outputs ``Y_j`` the network has on ``m`` inputs: a layer graph's every entry of its
+    output, row by row (``tokens x out_width``); a model file's readout, or every entry of ``Z_L``."""
+    return model.output_count if isinstance(model, Graph) else output_count(model, m)
+
+
 def counterexample_at(model: Transformer, spec: Spec, x, prec: int):
     """The counterexample record if the outputs at the exact point ``x`` (exactly where the
     network admits it, else in balls) make every constraint of one disjunct true, else None."""
@@ -431,7 +438,7 @@ def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 200
     """Prove, refute or leave undecided that no input of the spec's box reaches the unsafe region
     (best-first search, :func:`symbounds.core.search.search`)."""
     box = check_box(model, spec.lo, spec.hi)
-    k = output_count(model, len(box.lo))
+    k = network_outputs(model, len(box.lo))
     used = max((j for conj in spec.unsafe for c in conj for j, _ in c.coeffs), default=-1)
     if spec.outputs != k or used >= k:
         raise SpecError(f"the property has {spec.outputs} outputs, the model has {k}")

@@ -46,7 +46,8 @@ STAND_INS = {
 }
 
 #: exit codes the README states for a command (everything else: 0)
-EXPECTED = {"symbounds chain": 1, "symbounds chain --json --out chain.json": 1}
+EXPECTED = {"symbounds chain": 1, "symbounds chain --json --out chain.json": 1,
+            "symbounds check mlp.cert.json": 1}  # a layer graph's certificate: the kernel does not read it
 
 DATASET = {"d": 2, "sequences": [{"input": [["0", "1"], ["1", "0"], ["1/2", "1/2"]], "target": [["3", "3"]]},
                                   {"input": [["0", "1"], ["2", "2"]], "target": [["-1", "4"], ["5", "5"]]}]}
@@ -75,8 +76,23 @@ def _run(cmd: str, tmp_path, monkeypatch) -> int:
     vnnlib = re.search(r"<!-- readme-snippet: own-network-vnnlib -->\s*```lisp\n(.*?)```", README.read_text(), re.S)
     (tmp_path / "prop.vnnlib").write_text(vnnlib.group(1))
     (tmp_path / "instances.csv").write_text("net.onnx,prop.vnnlib,60\n")  # the README's VNN-COMP folder
+    _own_mlp(tmp_path)
     argv = shlex.split(cmd)[1:]
     return main(argv)
+
+
+def _own_mlp(folder: Path) -> None:
+    """The README's PyTorch MLP (its snippet, run: mlp.onnx) and its property (mlp.vnnlib), once."""
+    if (folder / "mlp.onnx").exists():
+        return
+    import warnings
+
+    text = README.read_text()
+    prop = re.search(r"<!-- readme-snippet: own-mlp-vnnlib -->\s*```lisp\n(.*?)```", text, re.S)
+    (folder / "mlp.vnnlib").write_text(prop.group(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(_snippet("own-mlp"), "README.md", "exec"), {})  # our own README, written in folder
 
 
 def test_the_readme_has_its_commands():
