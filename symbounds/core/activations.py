@@ -43,7 +43,7 @@ from .contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MP
 from .taylor import TM, TaylorContext
 
 __all__ = ["relu", "leaky_relu", "tanh", "erf", "sigmoid", "softplus", "exp", "gelu", "gelu_tanh",
-           "rsqrt_from", "taylor_unary", "GELU_A"]
+           "rsqrt_from", "square_ball", "clip_below", "taylor_unary", "GELU_A"]
 
 #: the cubic coefficient of the tanh form of GELU (PyTorch's and the original paper's)
 GELU_A = flint.fmpq(44715, 1000000)
@@ -64,7 +64,7 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
         R = a.range()
         if domain_lo is not None:
             lo = _down(domain_lo)
-            R = R.max(lo)
+            R = clip_below(R, lo)
             if not (a.c.lower() >= lo) or a.is_const():
                 return _hull(ctx, f(R))
         D = df(a.c)
@@ -81,6 +81,59 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
         if not out.range().is_finite():
             return _hull(ctx, f(R))
         return out
+
+
+def abs_ends(x: flint.arb) -> tuple:
+    """Exact balls ``(m, M)`` with ``m <= |v| <= M`` for every ``v`` of the ball ``x`` (``m = 0``
+    when ``x`` contains 0).  Not ``abs(x).lower()``: python-flint's ``abs`` of a ball around 0 is a
+    mid-radius ball that still reaches below 0."""
+    lo, hi = x.lower(), x.upper()
+    nlo, nhi = -lo, -hi
+    top = nlo if nlo > hi else hi
+    if lo > 0:
+        return lo, top
+    if hi < 0:
+        return nhi, top
+    return flint.arb(0), top
+
+
+def square_ball(x: flint.arb) -> flint.arb:
+    """A ball of ``x^2`` over the ball ``x``: the hull of ``[m^2, M^2]`` with ``m``, ``M`` the ends of
+    ``|x|`` (:func:`abs_ends`), so its lower end is ``m^2`` up to the hull's rounding.  (Arb's ``x * x`` is a product of two independent balls:
+    around 0 its lower end is negative, and ``e^(-x*x)`` then reaches ``e^(rad^2)``.)"""
+    m, M = abs_ends(x)
+    return (m * m).union(M * M)
+
+
+def clip_below(t: flint.arb, lo: flint.arb) -> flint.arb:
+    """The hull of ``[max(l, lo), max(u, lo)]`` for ``t = [l, u]`` and an exact ``lo`` (up to the
+    hull's rounding; Arb's ``max`` of two balls is a mid-radius ball that reaches far below ``lo``,
+    and below 0)."""
+    a, b = t.lower(), t.upper()
+    a = lo if a < lo else a
+    b = lo if b < lo else b
+    return a.union(b)
+
+
+def _increasing(f):
+    """``f`` over a ball, for an increasing ``f``: Arb's own enclosure, or, where that is not finite
+    (Arb's ``tanh``, ``erf`` and ``1/(1 + e^-x)`` of a ball of radius ``10^7`` are NaN), the hull of
+    ``f`` at the ball's two ends, which encloses ``f`` over it by monotonicity."""
+    def g(b: flint.arb) -> flint.arb:
+        r = f(b)
+        if r.is_finite() or not b.is_finite():
+            return r
+        return f(b.lower()).union(f(b.upper()))
+    return g
+
+
+def _bounded(f, lo, hi):
+    """``f`` over a ball, or, where Arb's enclosure is not finite, the ball ``[lo, hi]`` that
+    bounds ``f`` on the whole line (exact rationals)."""
+    def g(b: flint.arb) -> flint.arb:
+        r = f(b)
+        return r if r.is_finite() else flint.arb(flint.fmpq(*lo)).union(flint.arb(flint.fmpq(*hi)))
+    return g
 
 
 def _up(x: flint.arb) -> flint.arb:
@@ -131,9 +184,14 @@ def leaky_relu(ctx, x, alpha):
 
 # --- tanh -------------------------------------------------------------------------------------
 
-def _tanh_d2(x):
+def _tanh_d2_arb(x):
     s = x.sech()
     return -2 * x.tanh() * s * s
+
+
+#: ``tanh'' = -2 tanh sech^2``, of absolute value at most ``4 / (3 sqrt 3) < 0.7699``
+_tanh_d2 = _bounded(_tanh_d2_arb, (-7699, 10000), (7699, 10000))
+_tanh_ball = _increasing(lambda b: b.tanh())
 
 
 def _fp_tanh(x):
@@ -142,44 +200,54 @@ def _fp_tanh(x):
 
 def tanh(ctx, x):
     """``tanh x``; ``tanh' = sech^2``, ``tanh'' = -2 tanh sech^2``."""
-    return _dispatch(ctx, x, "tanh", lambda b: b.tanh(), lambda a: taylor_unary(a, lambda b: b.tanh(), _sech2, _tanh_d2),
+    return _dispatch(ctx, x, "tanh", _tanh_ball, lambda a: taylor_unary(a, _tanh_ball, _sech2, _tanh_d2),
                      lambda mp, v: mp.tanh(v), _fp_tanh)
 
 
 def _sech2(x):
     s = x.sech()
-    return s * s
+    if s.is_finite() or not x.is_finite():
+        return square_ball(s)
+    m, M = abs_ends(x)  # sech^2 is even and decreasing in |x|: between its values at the ends of |x|
+    return square_ball(M.sech()).union(square_ball(m.sech()))
 
 
 # --- erf --------------------------------------------------------------------------------------
 
 def _erf_d(x):
-    return 2 * (-(x * x)).exp() / flint.arb.pi().sqrt()
+    return 2 * (-square_ball(x)).exp() / flint.arb.pi().sqrt()
 
 
 def _erf_d2(x):
     return -2 * x * _erf_d(x)
 
 
+_erf_ball = _increasing(lambda b: b.erf())
+
+
 def erf(ctx, x):
     """``erf x``; ``erf' = 2/sqrt(pi) e^(-x^2)``, ``erf'' = -2 x erf'``."""
-    return _dispatch(ctx, x, "erf", lambda b: b.erf(), lambda a: taylor_unary(a, lambda b: b.erf(), _erf_d, _erf_d2),
+    return _dispatch(ctx, x, "erf", _erf_ball, lambda a: taylor_unary(a, _erf_ball, _erf_d, _erf_d2),
                      lambda mp, v: mp.erf(v), lambda v: math.erf(v) if not math.isnan(v) else math.nan)
 
 
 # --- sigmoid ----------------------------------------------------------------------------------
 
-def _sig(x):
-    return 1 / (1 + (-x).exp())
+_sig = _increasing(lambda x: 1 / (1 + (-x).exp()))
 
 
-def _sig_d(x):
+def _sig_d_arb(x):
     return _sig(x) * _sig(-x)
 
 
-def _sig_d2(x):
+def _sig_d2_arb(x):
     s = _sig(x)
     return s * _sig(-x) * (1 - 2 * s)
+
+
+#: ``sigma' = sigma(x) sigma(-x)`` lies in ``[0, 1/4]``; ``|sigma''| <= 1/(6 sqrt 3) < 1/10``
+_sig_d = _bounded(_sig_d_arb, (0, 1), (1, 4))
+_sig_d2 = _bounded(_sig_d2_arb, (-1, 10), (1, 10))
 
 
 def _fp_sigmoid(v):
@@ -199,8 +267,7 @@ def sigmoid(ctx, x):
 
 # --- softplus ---------------------------------------------------------------------------------
 
-def _softplus(x):
-    return x.exp().log1p()
+_softplus = _increasing(lambda x: x.exp().log1p())
 
 
 def _fp_softplus(v):
@@ -225,17 +292,17 @@ def exp(ctx, x):
 # --- GELU -------------------------------------------------------------------------------------
 
 def _gelu_f(s):
-    return lambda x: x * (1 + (x / s).erf()) / 2
+    return lambda x: x * (1 + _erf_ball(x / s)) / 2
 
 
 def _gelu_d(s):
     k = 1 / (s * flint.arb.pi().sqrt())
-    return lambda x: (1 + (x / s).erf()) / 2 + x * (-(x / s) * (x / s)).exp() * k
+    return lambda x: (1 + _erf_ball(x / s)) / 2 + x * (-square_ball(x / s)).exp() * k
 
 
 def _gelu_d2(s):
     k = 1 / (s * flint.arb.pi().sqrt())
-    return lambda x: (-(x / s) * (x / s)).exp() * k * (2 - 2 * (x / s) * (x / s))
+    return lambda x: (-square_ball(x / s)).exp() * k * (2 - 2 * square_ball(x / s))
 
 
 def gelu(ctx, x, divisor=None):
@@ -265,13 +332,13 @@ def gelu(ctx, x, divisor=None):
 
 
 def _gelu_tanh_f(k, a):
-    return lambda x: x * (1 + (k * (x + a * x * x * x)).tanh()) / 2
+    return lambda x: x * (1 + _tanh_ball(k * (x + a * x * x * x))) / 2
 
 
 def _gelu_tanh_d(k, a):
     def d(x):
-        t = (k * (x + a * x * x * x)).tanh()
-        return (1 + t) / 2 + x * (1 - t * t) * k * (1 + 3 * a * x * x) / 2
+        t = _tanh_ball(k * (x + a * x * x * x))
+        return (1 + t) / 2 + x * (1 - square_ball(t)) * k * (1 + 3 * a * square_ball(x)) / 2
     return d
 
 
@@ -326,7 +393,7 @@ def rsqrt_from(ctx, t, lo):
         return taylor_unary(ctx.convert(t), lambda b: b.rsqrt(), _rsqrt_d, _rsqrt_d2, domain_lo=lo)
     if isinstance(ctx, BallContext):
         with ctx.scope():
-            return t.max(_down(lo)).rsqrt()
+            return clip_below(t, _down(lo)).rsqrt()
     if isinstance(ctx, ExactContext):
         return 1 / ctx.sqrt(t)
     return 1 / ctx.sqrt(t)

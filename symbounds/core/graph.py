@@ -211,8 +211,7 @@ def _affine(ctx: Context, p: dict, x: list) -> list:
 def _square(ctx: Context, v):
     """``v^2``, never below 0 for a ball (``v * v`` of a ball around 0 reaches below 0)."""
     if isinstance(ctx, BallContext):
-        a = abs(v)
-        return a * a
+        return act.square_ball(v)
     return v * v
 
 

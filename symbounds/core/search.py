@@ -59,6 +59,7 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import flint
 import numpy as np
 
 from .claims import Verdict
@@ -302,7 +303,7 @@ class BoxEvaluator:
             with ctx.scope():
                 vals = flat_output(self.model, forward(ctx, self.model, shape_input(self.model, ctx.inputs())))
             rngs = [v.range() for v in vals]
-            if all(r.is_finite() for r in rngs):
+            if all(_usable(r) for r in rngs):
                 taylor = _from_balls(ctx.ball, rngs, "taylor", ctx, vals)
         except (Undecided, ZeroDivisionError, TypeError, ValueError):
             pass
@@ -311,7 +312,7 @@ class BoxEvaluator:
             with ball.scope():
                 xs = [ball.convert(a).union(ball.convert(b)) for a, b in zip(box.lo, box.hi)]
                 vals = flat_output(self.model, forward(ball, self.model, shape_input(self.model, xs)))
-            if all(v.is_finite() for v in vals):
+            if all(_usable(v) for v in vals):
                 ball_enc = _from_balls(ball, vals, "ball", ball, vals)
         except (Undecided, ZeroDivisionError):
             pass
@@ -346,7 +347,7 @@ class BoxEvaluator:
                                                        shape_input(self.model, [ball.convert(v) for v in x])))
         except (Undecided, ZeroDivisionError):
             return None
-        if not all(v.is_finite() for v in vals):
+        if not all(_usable(v) for v in vals):
             return None
         return _from_balls(ball, vals, "ball", ball, vals)
 
@@ -384,6 +385,17 @@ def _meet_linear(linear, lo, hi, ok, method):
         raise ArithmeticError("two enclosures of one box are disjoint: an evaluation is unsound")
     tighter = lok & (~ok | (nlo > lo) | (nhi < hi))
     return nlo, nhi, ok | lok, np.where(tighter, "linear", method)
+
+
+#: Balls reaching beyond ``2^4096`` in magnitude enclose nothing useful, and their exact ends
+#: would be integers of astronomical size (a Taylor model's remainder of ``e^(rad^2)`` reached
+#: ``10^(7.5·10^12)``, and turning it into a Fraction never ended): such an enclosure is dropped.
+_HUGE = flint.arb(2) ** 4096
+
+
+def _usable(b) -> bool:
+    """Whether the ball ``b`` is finite and below :data:`_HUGE` in magnitude."""
+    return b.is_finite() and abs(b).upper() < _HUGE
 
 
 def _from_balls(ball: BallContext, balls, method, ctx, vals) -> Enclosure:
