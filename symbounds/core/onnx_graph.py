@@ -24,7 +24,7 @@ from .graph import Graph, Node
 from .graph_file import MAX_NODES, graph_from_json, graph_to_json
 from .modelfile import model_from_json, model_to_json
 from .onnx_io import (MAX_ELEMENTS, MAX_ONNX_BYTES, MAX_TOKENS, MAX_WIDTH, MODEL_OPS, OnnxError, TensorReader,
-                      onnx_modules, onnx_to_model)
+                      graph_input, onnx_modules, onnx_to_model)
 
 __all__ = ["onnx_to_graph", "import_onnx_network"]
 
@@ -78,16 +78,7 @@ class _GraphImporter:
     # --- run --------------------------------------------------------------------------------------
     def run(self) -> Graph:
         g = self.proto.graph
-        inits = {t.name for t in g.initializer}
-        inputs = [i for i in g.input if i.name not in inits]
-        if len(inputs) != 1:
-            raise OnnxError(f"the graph must have one input, found {len(inputs)}")
-        if len(g.output) != 1:
-            raise OnnxError(f"the graph must have one output, found {len(g.output)}")
-        inp = inputs[0]
-        if inp.type.tensor_type.elem_type not in (1, 11):
-            raise OnnxError(f"input {inp.name!r}: expected a float or double tensor")
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
+        inp, dims = graph_input(g)
         if not dims or None in dims:
             raise OnnxError(f"input {inp.name!r}: every dimension must be fixed (export without dynamic axes)")
         if len(dims) == 1:

@@ -33,7 +33,7 @@ from .exact import NumberError
 from .modelfile import model_from_json, model_to_json
 from .transformer import Attention, Embedding, FeedForward, Head, Readout, Transformer
 
-__all__ = ["OnnxError", "import_onnx", "onnx_modules", "onnx_to_model"]
+__all__ = ["OnnxError", "graph_input", "import_onnx", "onnx_modules", "onnx_to_model"]
 
 #: the largest ONNX file read (its bytes are read once, then parsed)
 MAX_ONNX_BYTES = 64 * 2**20
@@ -130,6 +130,22 @@ class _Out:  # a readout entry
     def __init__(self, state, row, col):
         self.state, self.row, self.col = state, row, col
 
+
+
+def graph_input(g):
+    """``(input, dims)``: the one non-initializer input of the ONNX graph ``g`` and its declared
+    dimensions (None where not fixed); :class:`OnnxError` unless there is one input, one output,
+    and the input is a float or double tensor."""
+    inits = {t.name for t in g.initializer}
+    inputs = [i for i in g.input if i.name not in inits]
+    if len(inputs) != 1:
+        raise OnnxError(f"the graph must have one input, found {len(inputs)}")
+    if len(g.output) != 1:
+        raise OnnxError(f"the graph must have one output, found {len(g.output)}")
+    inp = inputs[0]
+    if inp.type.tensor_type.elem_type not in (1, 11):
+        raise OnnxError(f"input {inp.name!r}: expected a float or double tensor")
+    return inp, [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
 
 class _Importer:
     def __init__(self, proto):
@@ -378,16 +394,7 @@ class _Importer:
     # --- the graph --------------------------------------------------------------------------------
     def run(self) -> Transformer:
         g = self.proto.graph
-        inits = {t.name for t in g.initializer}
-        inputs = [i for i in g.input if i.name not in inits]
-        if len(inputs) != 1:
-            raise OnnxError(f"the graph must have one input, found {len(inputs)}")
-        if len(g.output) != 1:
-            raise OnnxError(f"the graph must have one output, found {len(g.output)}")
-        inp = inputs[0]
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in inp.type.tensor_type.shape.dim]
-        if inp.type.tensor_type.elem_type not in (1, 11):
-            raise OnnxError(f"input {inp.name!r}: expected a float or double tensor")
+        inp, dims = graph_input(g)
         self.check_input_dims(inp.name, dims)
         vals: dict = {}
         for t in g.initializer:
