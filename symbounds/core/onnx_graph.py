@@ -277,29 +277,11 @@ class _GraphImporter:
             raise OnnxError(f"{where}: a product of two computed tensors is not supported")
         raise OnnxError(f"{where}: only division of a tensor by a constant is supported")
 
-    def unary(self, op):
-        def method(nd, args, where):
-            a = self.tensor(args[0], where)
-            return self.emit(op, [a], {}, a.width, nd.output[0])
-        return method
-
-    def op_relu(self, nd, args, where):
-        return self.unary("relu")(nd, args, where)
-
-    def op_tanh(self, nd, args, where):
-        return self.unary("tanh")(nd, args, where)
-
-    def op_sigmoid(self, nd, args, where):
-        return self.unary("sigmoid")(nd, args, where)
-
-    def op_exp(self, nd, args, where):
-        return self.unary("exp")(nd, args, where)
-
-    def op_erf(self, nd, args, where):
-        return self.unary("erf")(nd, args, where)
-
-    def op_softplus(self, nd, args, where):
-        return self.unary("softplus")(nd, args, where)
+    def op_unary(self, nd, args, where):
+        """Relu, Tanh, Sigmoid, Exp, Erf, Softplus: the graph's node of the same function
+        (:data:`_UNARY`), elementwise, of the input's width."""
+        a = self.tensor(args[0], where)
+        return self.emit(_UNARY[nd.op_type], [a], {}, a.width, nd.output[0])
 
     def op_leaky_relu(self, nd, args, where):
         """LeakyRelu (``alpha``, default 0.01, as the float32 the graph holds)."""
@@ -528,12 +510,15 @@ class _GraphImporter:
         return last, inner - {last}, ("layer_norm_chain", x, params)
 
 
+#: the elementwise ONNX operations read as the layer graph's node of the same function
+_UNARY = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Exp": "exp", "Erf": "erf", "Softplus": "softplus"}
+
 _OPS = {
     "Constant": "op_constant", "Identity": "op_identity", "Gemm": "op_gemm", "MatMul": "op_matmul",
-    "Add": "op_add", "Sub": "op_add", "Mul": "op_mul", "Div": "op_mul", "Relu": "op_relu",
-    "LeakyRelu": "op_leaky_relu", "Tanh": "op_tanh", "Sigmoid": "op_sigmoid", "Softplus": "op_softplus",
-    "Exp": "op_exp", "Erf": "op_erf", "Gelu": "op_gelu", "LayerNormalization": "op_layer_norm",
+    "Add": "op_add", "Sub": "op_add", "Mul": "op_mul", "Div": "op_mul",
+    "LeakyRelu": "op_leaky_relu", "Gelu": "op_gelu", "LayerNormalization": "op_layer_norm",
     "RMSNormalization": "op_rms_norm",
+    **{name: "op_unary" for name in _UNARY},
 }
 
 
