@@ -83,25 +83,13 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
         return out
 
 
-def abs_ends(x: flint.arb) -> tuple:
-    """Exact balls ``(m, M)`` with ``m <= |v| <= M`` for every ``v`` of the ball ``x`` (``m = 0``
-    when ``x`` contains 0).  Not ``abs(x).lower()``: python-flint's ``abs`` of a ball around 0 is a
-    mid-radius ball that still reaches below 0."""
-    lo, hi = x.lower(), x.upper()
-    nlo, nhi = -lo, -hi
-    top = nlo if nlo > hi else hi
-    if lo > 0:
-        return lo, top
-    if hi < 0:
-        return nhi, top
-    return flint.arb(0), top
-
-
 def square_ball(x: flint.arb) -> flint.arb:
-    """A ball of ``x^2`` over the ball ``x``: the hull of ``[m^2, M^2]`` with ``m``, ``M`` the ends of
-    ``|x|`` (:func:`abs_ends`), so its lower end is ``m^2`` up to the hull's rounding.  (Arb's ``x * x`` is a product of two independent balls:
-    around 0 its lower end is negative, and ``e^(-x*x)`` then reaches ``e^(rad^2)``.)"""
-    m, M = abs_ends(x)
+    """A ball of ``x^2`` over the ball ``x``: the hull of ``[m^2, M^2]`` with ``m <= |x| <= M``
+    (Arb's ``abs_lower``, ``abs_upper``: 0 and the larger end for a ball around 0), so its lower
+    end is ``m^2`` up to the hull's rounding.  (Arb's ``x * x`` is a product of two independent
+    balls, and ``abs(x)`` of a ball around 0 is a mid-radius ball: around 0 both reach below 0,
+    and ``e^(-x*x)`` then reaches ``e^(rad^2)``.)"""
+    m, M = x.abs_lower(), x.abs_upper()
     return (m * m).union(M * M)
 
 
@@ -208,7 +196,7 @@ def _sech2(x):
     s = x.sech()
     if s.is_finite() or not x.is_finite():
         return square_ball(s)
-    m, M = abs_ends(x)  # sech^2 is even and decreasing in |x|: between its values at the ends of |x|
+    m, M = x.abs_lower(), x.abs_upper()  # sech^2 is even and decreasing in |x|: between its values there
     return square_ball(M.sech()).union(square_ball(m.sech()))
 
 
