@@ -74,7 +74,7 @@ def _vector(obj, what, n) -> tuple:
     return tuple(_number(v, f"{what}[{i}]") for i, v in enumerate(obj))
 
 
-def _matrix(obj, what, cols) -> tuple:
+def _matrix(obj, what, cols, of="the input's width") -> tuple:
     """A list of rows of ``cols`` numbers (at most :data:`MAX_WIDTH` rows), shape checked first."""
     if not isinstance(obj, list) or not obj:
         raise GraphFileError(f"{what}: expected a non-empty list of rows")
@@ -82,7 +82,7 @@ def _matrix(obj, what, cols) -> tuple:
         raise GraphFileError(f"{what}: {len(obj)} rows, more than the {MAX_WIDTH} a graph holds")
     for i, r in enumerate(obj):
         if not isinstance(r, list) or len(r) != cols:
-            raise GraphFileError(f"{what}[{i}]: expected a row of {cols} numbers (the input's width)")
+            raise GraphFileError(f"{what}[{i}]: expected a row of {cols} numbers ({of})")
     return tuple(tuple(_number(v, f"{what}[{i}][{j}]") for j, v in enumerate(r)) for i, r in enumerate(obj))
 
 
@@ -254,7 +254,7 @@ def _attention(nd, what, E, t) -> dict:
         p[b] = _vector(nd[b], f"{what}.{b}", n) if b in nd else (Fraction(0),) * n
     if len(p["Wk"]) != len(p["Wq"]):
         raise GraphFileError(f"{what}.Wk: {len(p['Wk'])} rows, Wq has {len(p['Wq'])} (queries and keys share d_k)")
-    p["Wo"] = _matrix(nd["Wo"], f"{what}.Wo", len(p["Wv"]))
+    p["Wo"] = _matrix(nd["Wo"], f"{what}.Wo", len(p["Wv"]), "the rows of Wv: heads x d_v")
     p["bo"] = _vector(nd["bo"], f"{what}.bo", len(p["Wo"])) if "bo" in nd else (Fraction(0),) * len(p["Wo"])
     sc = nd["scale"]
     if isinstance(sc, dict):
