@@ -714,3 +714,21 @@ def test_taylor_models_of_attention_are_first_order_tight():
                 assert abs(float(gi.mid()) - float(grads[i][k])) < 1e-5, (trial, k, i)
             rem = tm.ball.to_fraction_bounds(v.r)[1] if v.r is not None else 0
             assert lin > 0 and rem < lin / 10, (trial, k, float(rem), float(lin))
+
+
+def test_mpmath_and_float_contexts_agree_with_the_reference():
+    """The same node in mpmath at 300 bits (to 2^-250) and in float64 (to 10^-10) on random
+    graphs: evidence contexts run the one formula too."""
+    from symbounds.core.contexts import FPContext
+
+    rng = random.Random(4)
+    for _ in range(10):
+        doc = random_graph(rng, hardmax=rng.random() < 0.3)
+        g = graph_from_json(doc)
+        x = [Fraction(rng.randint(-16, 16), 16) for _ in range(g.input_count)]
+        ref = [_frac(v) for v in reference(doc, x)]
+        mp = MPContext(300)
+        for v, r in zip(g.evaluate(mp, x), ref):
+            assert abs(_frac(v) - r) <= Fraction(1, 2**250) * (1 + abs(r))
+        for v, r in zip(g.evaluate(FPContext(), x), ref):
+            assert abs(v - float(r)) <= 1e-10 * (1 + abs(float(r)))
