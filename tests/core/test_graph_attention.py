@@ -783,3 +783,23 @@ def test_the_one_step_dot_product_of_taylor_models_encloses_every_value():
                 best = val if best is None else max(best, val)
         if trial % 2:  # every sign aligned (all >= 0): the upper end is attained, up to an Arb radius's
             assert hi - best <= Fraction(1, 2**24) * (1 + abs(best))  # 30-bit rounding
+
+
+def test_a_graph_built_in_python_gets_its_widths_and_rows():
+    """An importer may build the nodes itself: ``Graph`` completes the widths and counts the rows."""
+    from symbounds.core.graph import Graph, Node
+
+    att = Node("a", "attention", ("x",), {"heads": 1, "Wq": ((Fraction(1), Fraction(0)),),
+                                          "Wk": ((Fraction(0), Fraction(1)),), "Wv": ((Fraction(1), Fraction(1)),),
+                                          "Wo": ((Fraction(1),), (Fraction(2),), (Fraction(-1),)),
+                                          "scale": {"inv_sqrt": 1}, "mask": "causal", "sequence_length": 3})
+    nodes = (att, Node("s", "slice", ("a",), {"start": 1, "stop": 3}), Node("c", "concat", ("s", "x"), {}),
+             Node("t", "select_tokens", ("c",), {"indices": (5, 0)}))
+    g = Graph("x", 6, 2, nodes, "t", {"x": 2})
+    assert g.widths == {"x": 2, "a": 3, "s": 2, "c": 4, "t": 4} and (g.out_tokens, g.output_count) == (2, 8)
+    doc = graph_to_json(g)
+    VALIDATOR.validate(doc)
+    x = [Fraction(rng) / 4 for rng in range(-6, 6)]
+    ball = BallContext(128)
+    with ball.scope():
+        assert_encloses(ball, g.evaluate(ball, x), reference(doc, x))
