@@ -43,6 +43,7 @@ from fractions import Fraction
 
 import flint
 
+from . import activations as act
 from . import graph as gr
 from .contexts import BallContext
 from .taylor import TaylorContext
@@ -54,8 +55,6 @@ __all__ = ["linear_graph_bounds", "SMALL_ENTRIES", "small_graph"]
 PIECES, MAX_PIECES, TOL = 8, 48, flint.arb(1) / 1000
 #: entry-by-entry functions relaxed by lines parallel to their chord
 _SMOOTH = (*(op for op in gr.UNARY if op != "relu"), "gelu", "gelu_tanh")
-#: the linear nodes, substituted exactly
-_LINEAR = ("affine", "add", *gr.CONSTANT_OPS)
 #: the backward passes per bound, each objective keeping its best: the lines through 0 of the
 #: undecided ReLUs with CROWN's adaptive slope, with slope alpha, with slope 1 (every choice is valid)
 MODES = (0, 1, 2)
@@ -124,35 +123,46 @@ def _piecewise_linear(op: str, alpha, lo: flint.arb, hi: flint.arb) -> _Relaxati
     return _Relaxation(s, t1 if t1 <= t2 else t2, through0[0], zero, rng, through0, False)
 
 
-def _smooth(graph, nd, lo: flint.arb, hi: flint.arb, prec: int) -> _Relaxation | None:
-    """Lines parallel to the chord of ``f`` (node ``nd``'s function) on ``[lo, hi]`` (exact ends)."""
+def _smooth(f, lo: flint.arb, hi: flint.arb, prec: int) -> _Relaxation | None:
+    """Lines parallel to the chord of ``f`` (``f(ctx, v)``, in balls and Taylor models) on
+    ``[lo, hi]`` (exact ends)."""
     with BallContext(prec).scope():
-        return _smooth_lines(graph, nd, lo, hi, prec)
+        return _smooth_lines(f, lo, hi, prec)
 
 
-def _piece(graph, nd, s, mid: Fraction, half: Fraction, prec: int):
-    """Over ``mid +- half``: balls of ``f - s x``, of ``f``, and of ``f - s x`` at ``mid``."""
+def _piece(f, s, mid: Fraction, half: Fraction, prec: int):
+    """Over ``mid +- half``: balls of ``f - s x``, of ``f``, and of ``f - s x`` at ``mid``; the first
+    two from the Taylor model met with plain balls (the tighter on a wide piece, where a Taylor
+    model's remainder grows with the square of the width)."""
     c = TaylorContext(prec, [mid], [half])
     with c.scope():
         (x,) = c.inputs()
-        y = gr._row(c, nd, graph.numeric(c)[nd.name], [[x]])[0]
+        y = c.convert(f(c, x))
         z = y - x * c.const(s)
-        return z.range(), y.range(), z.c
+        zr, yr = z.range(), y.range()
+        ball = c.ball
+        xb = ball.convert(mid - half).union(ball.convert(mid + half))
+        yb = f(ball, xb)
+        if _finite(yb):
+            zb = yb - s * xb
+            yr = yb if not _finite(yr) else (yr.intersection(yb) if yr.overlaps(yb) else yr)
+            zr = zb if not _finite(zr) else (zr.intersection(zb) if zr.overlaps(zb) else zr)
+        return zr, yr, z.c
 
 
-def _smooth_lines(graph, nd, lo, hi, prec):
+def _smooth_lines(f, lo, hi, prec):
     """The chord's slope ``s`` and ``min``/``max`` of ``f - s x`` on ``[lo, hi]``, each to within
     :data:`TOL` of the function's variation: the pieces (first :data:`PIECES`) whose enclosure
-    reaches furthest are halved, at most :data:`MAX_PIECES` evaluations in all (branch and bound;
+    reaches furthest are halved, at most :data:`MAX_PIECES` evaluations per end (branch and bound;
     the bound is the furthest end over all pieces, so it is rigorous whenever it stops)."""
     ql, qh = _frac(lo), _frac(hi)
     if ql == qh:
-        z, y, _ = _piece(graph, nd, flint.arb(0), ql, Fraction(0), prec)
+        z, y, _ = _piece(f, flint.arb(0), ql, Fraction(0), prec)
         if not (_finite(z) and _finite(y)):
             return None
         return _Relaxation(flint.arb(0), z.lower(), flint.arb(0), z.upper(), y)
     ball = BallContext(prec)
-    ends = [gr._row(ball, nd, graph.numeric(ball)[nd.name], [[ball.convert(q)]])[0] for q in (ql, qh)]
+    ends = [f(ball, ball.convert(q)) for q in (ql, qh)]
     s = ((ends[1] - ends[0]) / ball.convert(qh - ql)).mid()
     if not _finite(s):
         return None
@@ -160,19 +170,21 @@ def _smooth_lines(graph, nd, lo, hi, prec):
     pieces = []  # (mid, half, range of f - s x, range of f, f - s x at mid)
     for k in range(PIECES):
         m, h = ql + step * (k + Fraction(1, 2)), step / 2
-        z, y, zc = _piece(graph, nd, s, m, h, prec)
+        z, y, zc = _piece(f, s, m, h, prec)
         if not (_finite(z) and _finite(y)):
             return None
         pieces.append((m, h, z, y, zc))
     rng = pieces[0][3]
     for p in pieces[1:]:
         rng = rng.union(p[3])
-    span = (rng.upper() - rng.lower()) + abs(s) * ball.convert(qh - ql)
-    tol = span * TOL
-    count = PIECES
+    # the tolerance: a part of the variation of f - s x seen at points (ends and piece centres), plus
+    # that of s x, so that an enclosure blown up on one piece does not loosen it
+    seen = [p[4] for p in pieces] + [e - s * ball.convert(q) for e, q in zip(ends, (ql, qh))]
+    top = max(float(v.mid()) for v in seen) - min(float(v.mid()) for v in seen)
+    tol = ball.convert(Fraction(top)) * TOL + abs(s) * ball.convert(qh - ql) * TOL
     ends = []
-    for side in (-1, 1):  # the minimum, then the maximum, of f - s x
-        work = list(pieces)
+    for side in (-1, 1):  # the minimum, then the maximum, of f - s x (each its own budget)
+        work, count = list(pieces), PIECES
         while True:
             far = max(work, key=lambda p: float(-p[2].lower() if side < 0 else p[2].upper()))
             reach = far[2].lower() if side < 0 else far[2].upper()
@@ -183,7 +195,7 @@ def _smooth_lines(graph, nd, lo, hi, prec):
             work.remove(far)
             m, h = far[0], far[1]
             for mm in (m - h / 2, m + h / 2):
-                z, y, zc = _piece(graph, nd, s, mm, h / 2, prec)
+                z, y, zc = _piece(f, s, mm, h / 2, prec)
                 if not (_finite(z) and _finite(y)):
                     return None
                 work.append((mm, h / 2, z, y, zc))
@@ -197,21 +209,143 @@ def _smooth_lines(graph, nd, lo, hi, prec):
     return _Relaxation(s, ends[0], s, ends[1], rng)
 
 
-class _Backward:
-    """One backward pass from a tensor's entries (every entry, both signs) to the input."""
+class _Op:
+    """One operation of the graph as the backward pass sees it (a LayerNorm or RMSNorm becomes
+    six): ``kind`` "affine" (``W``, ``b`` as Arb matrices), "add", "unary" (``f(ctx, v)``, its
+    input known to lie in ``[lo, inf)`` when ``lo`` is given), "relu" (``alpha``), "bilinear"
+    (``p_j = d_j s``, ``s`` of width 1) or "cut" (the graph's node ``node``, entering as its Taylor
+    model); ``forward(ctx, rows)`` computes one row."""
 
-    def __init__(self, graph, ctx: TaylorContext, vals: dict, relax: dict):
-        self.g, self.ctx, self.vals, self.relax = graph, ctx, vals, relax
+    __slots__ = ("name", "kind", "inputs", "width", "W", "b", "f", "lo", "alpha", "node", "forward")
+
+    def __init__(self, name, kind, inputs, width, forward, **kw):
+        self.name, self.kind, self.inputs, self.width, self.forward = name, kind, tuple(inputs), width, forward
+        self.W = self.b = self.f = self.lo = self.alpha = self.node = None
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def _q(v) -> flint.arb:
+    return flint.arb(v.numerator) / v.denominator if isinstance(v, Fraction) else flint.arb(v)
+
+
+def _affine_op(name, src, W, b, forward=None):
+    """``W x + b`` from exact rational ``W`` (rows) and ``b`` (balls made at the caller's precision)."""
+    Wm = flint.arb_mat([[_q(v) for v in row] for row in W])
+    bm = flint.arb_mat([[_q(v)] for v in b])
+    if forward is None:
+        def forward(ctx, rows, W=W, b=b):
+            x = rows[0]
+            return [ctx.affine_combination(ctx.convert(bi), [ctx.convert(v) for v in Wi], x) for Wi, bi in zip(W, b)]
+    return _Op(name, "affine", [src], len(W), forward, W=Wm, b=bm)
+
+
+def _square(ctx, v):
+    return act.square_ball(v) if isinstance(ctx, BallContext) and isinstance(v, flint.arb) else v * v
+
+
+def _norm_ops(nd, src: str, n: int) -> list:
+    """LayerNorm ``(x - mean x) s w + b`` / RMSNorm ``x s w``, ``s = 1/sqrt(mean(d^2) + eps)``, as
+    affine maps, the square, the reciprocal root, and the products ``d_j s``."""
+    p, name = nd.params, nd.name
+    eps = p["eps"]
+    eps_q = flint.fmpq(eps.numerator, eps.denominator)
+    ops = []
+    if nd.op == "layer_norm":
+        centre = [[Fraction(int(i == j)) - Fraction(1, n) for j in range(n)] for i in range(n)]
+        ops.append(_affine_op(f"{name}/d", src, centre, [Fraction(0)] * n))
+        d = f"{name}/d"
+    else:
+        d = src
+    ops.append(_Op(f"{name}/sq", "unary", [d], n, lambda ctx, rows: [_square(ctx, v) for v in rows[0]], f=_square))
+    ops.append(_affine_op(f"{name}/v", f"{name}/sq", [[Fraction(1, n)] * n], [eps]))
+    rs = lambda ctx, v: act.rsqrt_from(ctx, v, eps_q)
+    ops.append(_Op(f"{name}/s", "unary", [f"{name}/v"], 1, lambda ctx, rows: [rs(ctx, rows[0][0])], f=rs, lo=eps))
+    ops.append(_Op(f"{name}/p", "bilinear", [d, f"{name}/s"], n,
+                   lambda ctx, rows: [v * rows[1][0] for v in rows[0]]))
+    bias = p.get("bias", (Fraction(0),) * n)
+    diag = [[p["weight"][i] if i == j else Fraction(0) for j in range(n)] for i in range(n)]
+    ops.append(_affine_op(name, f"{name}/p", diag, bias))
+    return ops
+
+
+def _ops(graph) -> list:
+    """The graph's nodes as :class:`_Op` (balls at the current precision)."""
+    ops = []
+    for nd in graph.nodes:
+        win = graph.widths[nd.inputs[0]]
+        row = lambda ctx, rows, nd=nd: gr._row(ctx, nd, graph.numeric(ctx)[nd.name], rows)
+        p = nd.params
+        if nd.op == "affine":
+            ops.append(_affine_op(nd.name, nd.inputs[0], p["W"], p["b"], row))
+        elif nd.op in gr.CONSTANT_OPS:
+            cs = p["c"] if len(p["c"]) == win else p["c"] * win
+            if nd.op == "add_constant":
+                W, b = [[Fraction(int(i == j)) for j in range(win)] for i in range(win)], cs
+            else:
+                W = [[(c if nd.op == "mul_constant" else 1 / c) if i == j else Fraction(0) for j in range(win)]
+                     for i, c in enumerate(cs)]
+                b = [Fraction(0)] * win
+            op = _affine_op(nd.name, nd.inputs[0], W, b, row)
+            ops.append(op)
+        elif nd.op == "add":
+            ops.append(_Op(nd.name, "add", nd.inputs, win, row))
+        elif nd.op in ("relu", "leaky_relu"):
+            ops.append(_Op(nd.name, "relu", nd.inputs, win, row, alpha=p.get("alpha")))
+        elif nd.op in _SMOOTH:
+            f = lambda ctx, v, row=row: row(ctx, [[v]])[0]
+            ops.append(_Op(nd.name, "unary", nd.inputs, win, row, f=f))
+        elif nd.op in ("layer_norm", "rms_norm"):
+            ops.extend(_norm_ops(nd, nd.inputs[0], win))
+        else:
+            ops.append(_Op(nd.name, "cut", nd.inputs, graph.widths[nd.name], row, node=nd))
+    return ops
+
+
+class _Bounds:
+    """Backward passes over one box: the Taylor models of every tensor (``vals``), the relaxations
+    found so far (``relax``: per op, one per entry) and the ranges of the tensors (``ranges``)."""
+
+    def __init__(self, graph, ops, ctx: TaylorContext, vals: dict):
+        self.g, self.ops, self.ctx, self.vals = graph, ops, ctx, vals
+        self.index = {op.name: i for i, op in enumerate(ops)}
+        self.width = {op.name: op.width for op in ops} | {graph.input_name: graph.in_width}
+        self.relax: dict = {}
+        self.ranges: dict = {}
         self.n = graph.input_count
 
+    def range(self, name: str) -> list | None:
+        """``[(lower, upper)]`` (exact balls) of every entry of tensor ``name``: its Taylor models'
+        ranges met with the backward bounds through the ops before it (either alone where the
+        other is not finite; None where neither is)."""
+        if name in self.ranges:
+            return self.ranges[name]
+        tm = [v.range() for row in self.vals[name] for v in row]
+        out = [(r.lower(), r.upper()) if _finite(r) else None for r in tm]
+        if name != self.g.input_name:
+            for e, b in enumerate(self.bounds(name, self.index[name] + 1)):
+                if b is None:
+                    continue
+                if out[e] is None:
+                    out[e] = b
+                    continue
+                lo = b[0] if b[0] > out[e][0] else out[e][0]
+                hi = b[1] if b[1] < out[e][1] else out[e][1]
+                if lo <= hi:  # else rounding alone: keep the Taylor range
+                    out[e] = (lo, hi)
+        if any(e is None for e in out):
+            out = None
+        self.ranges[name] = out
+        return out
+
     def bounds(self, name: str, upto: int):
-        """``[(lower, upper)]`` (exact balls) of every entry of tensor ``name`` (row by row), the
-        nodes ``0 .. upto - 1`` substituted, the best of the passes of :data:`MODES` (a single one
-        when no undecided ReLU lies before); None where a bound is not finite."""
-        modes = MODES if any(self.relax.get(nd.name) and any(r.through0 for r in self.relax[nd.name])
-                             for nd in self.g.nodes[:upto]) else MODES[:1]
+        """``[(lower, upper)]`` (exact balls, None where not finite) of every entry of ``name`` (row
+        by row), ops ``0 .. upto - 1`` substituted, the best of the passes of :data:`MODES` (one
+        pass when no undecided ReLU and no product lies before)."""
+        many = any(op.kind == "bilinear" or any(r.through0 for r in self.relax.get(op.name, ()))
+                   for op in self.ops[:upto])
         best = None
-        for mode in modes:
+        for mode in (MODES if many else MODES[:1]):
             out = self._pass(name, upto, mode)
             if best is None:
                 best = out
@@ -222,14 +356,12 @@ class _Backward:
                 if b is None:
                     best[e] = o
                     continue
-                lo = o[0] if o[0] > b[0] else b[0]
-                hi = o[1] if o[1] < b[1] else b[1]
-                best[e] = (lo, hi)
+                best[e] = (o[0] if o[0] > b[0] else b[0], o[1] if o[1] < b[1] else b[1])
         return best
 
     def _pass(self, name: str, upto: int, mode: int):
         g = self.g
-        T, w = g.tokens, g.widths[name]
+        T, w = g.tokens, self.width[name]
         K = 2 * T * w
         lam = {name: []}
         for t in range(T):
@@ -239,12 +371,13 @@ class _Backward:
                 M[2 * e, j] = 1
                 M[2 * e + 1, j] = -1
             lam[name].append(M)
-        const = flint.arb_mat(K, 1)
-        coef = flint.arb_mat(K, self.n)
-        for nd in reversed(g.nodes[:upto]):
-            L = lam.pop(nd.name, None)
+        self.const = flint.arb_mat(K, 1)
+        self.coef = flint.arb_mat(K, self.n)
+        for op in reversed(self.ops[:upto]):
+            L = lam.pop(op.name, None)
             if L is not None:
-                const = self._node(nd, L, lam, const, coef, mode)
+                self._op(op, L, lam, mode)
+        const, coef = self.const, self.coef
         L = lam.pop(g.input_name, None)
         if L is not None:
             for t in range(T):
@@ -268,54 +401,34 @@ class _Backward:
 
     @staticmethod
     def _add(lam: dict, name: str, L: list):
-        if name in lam:
-            lam[name] = [a + b for a, b in zip(lam[name], L)]
-        else:
-            lam[name] = L
+        lam[name] = [a + b for a, b in zip(lam[name], L)] if name in lam else L
 
-    def _node(self, nd, L, lam, const, coef, mode):
-        g, op = self.g, nd.op
-        T = g.tokens
-        K = L[0].nrows()
-        win = g.widths[nd.inputs[0]] if nd.inputs[0] != g.input_name else g.in_width
-        if op == "affine":
-            p = g.numeric(self.ctx.ball)[nd.name]
+    def _op(self, op: _Op, L: list, lam: dict, mode: int):
+        T, K = self.g.tokens, L[0].nrows()
+        const = self.const
+        if op.kind == "affine":
             for t in range(T):
-                const += L[t] * p["bm"]
-            self._add(lam, nd.inputs[0], [Lt * p["Wm"] for Lt in L])
-            return const
-        if op == "add":
-            self._add(lam, nd.inputs[0], L)
-            self._add(lam, nd.inputs[1], [flint.arb_mat(Lt) for Lt in L])
-            return const
-        if op in gr.CONSTANT_OPS:
-            cs = g.numeric(self.ctx.ball)[nd.name]["c"]
-            cs = cs if len(cs) == win else cs * win
-            if op == "add_constant":
-                for t in range(T):
-                    const += L[t] * flint.arb_mat([[c] for c in cs])
-                self._add(lam, nd.inputs[0], L)
-                return const
-            D = flint.arb_mat(win, win)
-            for j, c in enumerate(cs):
-                D[j, j] = c if op == "mul_constant" else 1 / c
-            self._add(lam, nd.inputs[0], [Lt * D for Lt in L])
-            return const
-        rel = self.relax.get(nd.name)
-        if rel is not None:  # an entry-by-entry function, relaxed
+                const += L[t] * op.b
+            self.const = const
+            self._add(lam, op.inputs[0], [Lt * op.W for Lt in L])
+        elif op.kind == "add":
+            self._add(lam, op.inputs[0], L)
+            self._add(lam, op.inputs[1], [flint.arb_mat(Lt) for Lt in L])
+        elif op.kind in ("unary", "relu"):
+            rel = self.relax[op.name]
+            w = op.width
             out = []
             for t in range(T):
-                M = flint.arb_mat(K, win)
-                for j in range(win):
-                    r = rel[t * win + j]
+                M = flint.arb_mat(K, w)
+                for j in range(w):
+                    r = rel[t * w + j]
                     sl, bl, su, bu = r.lines(mode)
                     for k in range(K):
                         a = L[t][k, j]
                         if a == 0:
                             continue
-                        m = a.mid()
-                        rho = a.rad()
-                        if rho != 0:
+                        m, rho = a.mid(), a.rad()
+                        if rho != 0:  # the part of the coefficient off its midpoint: times f's range
                             const[k, 0] += flint.arb(0, rho) * r.rng
                         if m >= 0:
                             M[k, j] = m * sl
@@ -324,36 +437,97 @@ class _Backward:
                             M[k, j] = m * su
                             const[k, 0] += m * bu
                 out.append(M)
-            self._add(lam, nd.inputs[0], out)
-            return const
-        # any other node: its Taylor model from the forward pass
-        Y = self.vals[nd.name]
-        w = g.widths[nd.name]
+            self._add(lam, op.inputs[0], out)
+        elif op.kind == "bilinear":
+            self._bilinear(op, L, lam, mode)
+        else:  # the Taylor model of the forward pass
+            Y = self.vals[op.name]
+            coef = self.coef
+            for t in range(T):
+                for j in range(op.width):
+                    y = Y[t][j]
+                    for k in range(K):
+                        a = L[t][k, j]
+                        if a == 0:
+                            continue
+                        const[k, 0] += a * y.c
+                        if y.r is not None:
+                            const[k, 0] += a * flint.arb(0, y.r.upper())
+                        if y.g is not None:
+                            for i, gi in enumerate(y.g):
+                                coef[k, i] += a * gi
+
+    def _bilinear(self, op: _Op, L: list, lam: dict, mode: int):
+        """``p_j = d_j s`` with ``d_j`` in ``[ld, ud]``, ``s`` in ``[ls, us]``: McCormick's planes,
+        ``p >= ls d + ld s - ld ls`` or ``us d + ud s - ud us`` below, ``p <= us d + ld s - ld us``
+        or ``ls d + ud s - ud ls`` above (each the product of two signed factors ``>= 0``); the
+        first pair in passes 0 and 2, the second in pass 1."""
+        T, K, w = self.g.tokens, L[0].nrows(), op.width
+        const = self.const
+        rd, rs = self.relax[op.name]
+        Ld, Ls = [], []
         for t in range(T):
+            Md, Ms = flint.arb_mat(K, w), flint.arb_mat(K, 1)
+            ls, us = rs[t]
             for j in range(w):
-                y = Y[t][j]
+                ld, ud = rd[t * w + j]
+                prng = (ld.union(ud)) * (ls.union(us))
+                lower = (ls, ld, -(ld * ls)) if mode != 1 else (us, ud, -(ud * us))
+                upper = (us, ld, -(ld * us)) if mode != 1 else (ls, ud, -(ud * ls))
                 for k in range(K):
                     a = L[t][k, j]
                     if a == 0:
                         continue
-                    const[k, 0] += a * y.c
-                    if y.r is not None:
-                        const[k, 0] += a * flint.arb(0, y.r.upper())
-                    if y.g is not None:
-                        for i, gi in enumerate(y.g):
-                            coef[k, i] += a * gi
-        return const
+                    m, rho = a.mid(), a.rad()
+                    if rho != 0:
+                        const[k, 0] += flint.arb(0, rho) * prng
+                    al, be, ga = lower if m >= 0 else upper
+                    Md[k, j] = m * al
+                    Ms[k, 0] += m * be
+                    const[k, 0] += m * ga
+            Ld.append(Md)
+            Ls.append(Ms)
+        self._add(lam, op.inputs[0], Ld)
+        self._add(lam, op.inputs[1], Ls)
+
+    # --- the relaxations, in forward order ---------------------------------------------------
+    def relax_op(self, op: _Op, prec: int) -> bool:
+        """Find ``op``'s relaxation (False where a range is not finite)."""
+        if op.kind == "bilinear":
+            rd, rs = self.range(op.inputs[0]), self.range(op.inputs[1])
+            if rd is None or rs is None:
+                return False
+            self.relax[op.name] = (rd, rs)
+            return True
+        rng = self.range(op.inputs[0])
+        if rng is None:
+            return False
+        rel = []
+        for lo, hi in rng:
+            if op.lo is not None:  # the input is >= lo by construction (a variance plus eps)
+                lo_q = _q(op.lo).lower()  # exact, at most lo
+                lo = lo_q if lo < lo_q else lo
+                hi = lo if hi < lo else hi
+            if op.kind == "relu":
+                alpha = None if op.alpha is None else flint.fmpq(op.alpha.numerator, op.alpha.denominator)
+                rel.append(_piecewise_linear("relu" if alpha is None else "leaky_relu", alpha, lo, hi))
+            else:
+                r = _smooth(op.f, lo, hi, prec)
+                if r is None:
+                    return False
+                rel.append(r)
+        self.relax[op.name] = rel
+        return True
 
 
-def _forward(graph, ctx: TaylorContext) -> dict | None:
-    """Every tensor of the graph as rows of Taylor models over the context's box."""
-    num = graph.numeric(ctx)
+def _forward(graph, ops, ctx: TaylorContext) -> dict:
+    """Every tensor (of every op) as rows of Taylor models over the context's box."""
     xs = ctx.inputs()
     w = graph.in_width
     vals = {graph.input_name: [xs[t * w:(t + 1) * w] for t in range(graph.tokens)]}
-    for nd in graph.nodes:
-        args = [vals[i] for i in nd.inputs]
-        vals[nd.name] = [gr._row(ctx, nd, num[nd.name], [a[t] for a in args]) for t in range(graph.tokens)]
+    for op in ops:
+        args = [vals[i] for i in op.inputs]
+        vals[op.name] = [[ctx.convert(v) for v in op.forward(ctx, [a[t] for a in args])] for t in range(graph.tokens)]
     return vals
 
 
@@ -362,38 +536,14 @@ def linear_graph_bounds(graph, centre, half, prec: int = 128):
     ``centre +- half``, or None where a bound is not finite (see the module docstring)."""
     ctx = TaylorContext(prec, centre, half)
     with ctx.scope():
+        ops = _ops(graph)
         try:
-            vals = _forward(graph, ctx)
+            vals = _forward(graph, ops, ctx)
         except (ZeroDivisionError, ValueError, TypeError):
             return None
-        relax: dict = {}
-        back = _Backward(graph, ctx, vals, relax)
-        for i, nd in enumerate(graph.nodes):
-            if nd.op not in _SMOOTH and nd.op not in ("relu", "leaky_relu"):
-                continue
-            src = nd.inputs[0]
-            rows = vals[src]
-            tm = [v.range() for row in rows for v in row]
-            if not all(_finite(r) for r in tm):
+        b = _Bounds(graph, ops, ctx, vals)
+        for op in ops:
+            if op.kind in ("unary", "relu", "bilinear") and not b.relax_op(op, prec):
                 return None
-            k = next(j for j, m in enumerate(graph.nodes) if m.name == src) + 1 if src != graph.input_name else 0
-            lin = back.bounds(src, k) if k else [(r.lower(), r.upper()) for r in tm]
-            rel = []
-            for e, r in enumerate(tm):
-                lo, hi = r.lower(), r.upper()
-                if lin[e] is not None:
-                    lo = lin[e][0] if lin[e][0] > lo else lo
-                    hi = lin[e][1] if lin[e][1] < hi else hi
-                if lo > hi:  # rounding alone: take the Taylor range
-                    lo, hi = r.lower(), r.upper()
-                if nd.op in ("relu", "leaky_relu"):
-                    alpha = None if nd.op == "relu" else graph.numeric(ctx.ball)[nd.name]["alpha"]
-                    rel.append(_piecewise_linear(nd.op, alpha, lo, hi))
-                else:
-                    x = _smooth(graph, nd, lo, hi, prec)
-                    if x is None:
-                        return None
-                    rel.append(x)
-            relax[nd.name] = rel
-        out = back.bounds(graph.output, len(graph.nodes))
-    return None if any(b is None for b in out) else out
+        out = b.bounds(graph.output, len(ops))
+    return None if any(e is None for e in out) else out
