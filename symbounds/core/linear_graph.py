@@ -344,9 +344,12 @@ class _Bounds:
         pass when no undecided ReLU and no product lies before)."""
         many = any(op.kind == "bilinear" or any(r.through0 for r in self.relax.get(op.name, ()))
                    for op in self.ops[:upto])
+        T = self.g.tokens
+        # rows are independent unless an op mixes them (none of the relaxed ones does): a pass per row
+        groups = [[t] for t in range(T)] if not any(op.kind == "cut" for op in self.ops[:upto]) else [list(range(T))]
         best = None
         for mode in (MODES if many else MODES[:1]):
-            out = self._pass(name, upto, mode)
+            out = [e for rows in groups for e in self._pass(name, upto, mode, rows)]
             if best is None:
                 best = out
                 continue
@@ -359,18 +362,20 @@ class _Bounds:
                 best[e] = (o[0] if o[0] > b[0] else b[0], o[1] if o[1] < b[1] else b[1])
         return best
 
-    def _pass(self, name: str, upto: int, mode: int):
+    def _pass(self, name: str, upto: int, mode: int, tokens: list):
+        """One backward pass: the bounds of the entries of ``name`` in rows ``tokens`` (the other
+        rows' coefficients stay None: no op before ``upto`` mixes rows when ``tokens`` is one row)."""
         g = self.g
         T, w = g.tokens, self.width[name]
-        K = 2 * T * w
-        lam = {name: []}
-        for t in range(T):
+        K = 2 * len(tokens) * w
+        lam = {name: [None] * T}
+        for q, t in enumerate(tokens):
             M = flint.arb_mat(K, w)
             for j in range(w):
-                e = t * w + j
+                e = q * w + j
                 M[2 * e, j] = 1
                 M[2 * e + 1, j] = -1
-            lam[name].append(M)
+            lam[name][t] = M
         self.const = flint.arb_mat(K, 1)
         self.coef = flint.arb_mat(K, self.n)
         for op in reversed(self.ops[:upto]):
@@ -381,6 +386,8 @@ class _Bounds:
         L = lam.pop(g.input_name, None)
         if L is not None:
             for t in range(T):
+                if L[t] is None:
+                    continue
                 for k in range(K):
                     for j in range(g.in_width):
                         a = L[t][k, j]
@@ -388,7 +395,7 @@ class _Bounds:
                         const[k, 0] += a * self.ctx.x0[i]
                         coef[k, i] += a
         out = []
-        for e in range(T * w):
+        for e in range(len(tokens) * w):
             ends = []
             for k in (2 * e, 2 * e + 1):
                 v = const[k, 0]
@@ -401,24 +408,29 @@ class _Bounds:
 
     @staticmethod
     def _add(lam: dict, name: str, L: list):
-        lam[name] = [a + b for a, b in zip(lam[name], L)] if name in lam else L
+        if name not in lam:
+            lam[name] = L
+            return
+        lam[name] = [b if a is None else a if b is None else a + b for a, b in zip(lam[name], L)]
 
     def _op(self, op: _Op, L: list, lam: dict, mode: int):
-        T, K = self.g.tokens, L[0].nrows()
+        T = self.g.tokens
+        K = next(Lt for Lt in L if Lt is not None).nrows()
         const = self.const
+        rows = [t for t in range(T) if L[t] is not None]
         if op.kind == "affine":
-            for t in range(T):
+            for t in rows:
                 const += L[t] * op.b
             self.const = const
-            self._add(lam, op.inputs[0], [Lt * op.W for Lt in L])
+            self._add(lam, op.inputs[0], [None if Lt is None else Lt * op.W for Lt in L])
         elif op.kind == "add":
             self._add(lam, op.inputs[0], L)
-            self._add(lam, op.inputs[1], [flint.arb_mat(Lt) for Lt in L])
+            self._add(lam, op.inputs[1], list(L))
         elif op.kind in ("unary", "relu"):
             rel = self.relax[op.name]
             w = op.width
-            out = []
-            for t in range(T):
+            out = [None] * T
+            for t in rows:
                 M = flint.arb_mat(K, w)
                 for j in range(w):
                     r = rel[t * w + j]
@@ -436,14 +448,14 @@ class _Bounds:
                         else:
                             M[k, j] = m * su
                             const[k, 0] += m * bu
-                out.append(M)
+                out[t] = M
             self._add(lam, op.inputs[0], out)
         elif op.kind == "bilinear":
             self._bilinear(op, L, lam, mode)
         else:  # the Taylor model of the forward pass
             Y = self.vals[op.name]
             coef = self.coef
-            for t in range(T):
+            for t in rows:
                 for j in range(op.width):
                     y = Y[t][j]
                     for k in range(K):
@@ -462,11 +474,14 @@ class _Bounds:
         ``p >= ls d + ld s - ld ls`` or ``us d + ud s - ud us`` below, ``p <= us d + ld s - ld us``
         or ``ls d + ud s - ud ls`` above (each the product of two signed factors ``>= 0``); the
         first pair in passes 0 and 2, the second in pass 1."""
-        T, K, w = self.g.tokens, L[0].nrows(), op.width
+        T, w = self.g.tokens, op.width
+        K = next(Lt for Lt in L if Lt is not None).nrows()
         const = self.const
         rd, rs = self.relax[op.name]
-        Ld, Ls = [], []
+        Ld, Ls = [None] * T, [None] * T
         for t in range(T):
+            if L[t] is None:
+                continue
             Md, Ms = flint.arb_mat(K, w), flint.arb_mat(K, 1)
             ls, us = rs[t]
             for j in range(w):
@@ -485,8 +500,7 @@ class _Bounds:
                     Md[k, j] = m * al
                     Ms[k, 0] += m * be
                     const[k, 0] += m * ga
-            Ld.append(Md)
-            Ls.append(Ms)
+            Ld[t], Ls[t] = Md, Ms
         self._add(lam, op.inputs[0], Ld)
         self._add(lam, op.inputs[1], Ls)
 
