@@ -3,8 +3,7 @@
 A :class:`Graph` is the network of a ``symbounds-graph/1`` file (:mod:`symbounds.core.graph_file`):
 one input ``X`` of ``tokens`` rows (independent inputs of a batch, or the tokens of a sequence; an
 MLP has one) and ``width`` columns, and a list of nodes in evaluation order, each computing a new
-tensor from earlier ones.  Every operation acts on each row alone (a token never sees another),
-so the rows are ``tokens`` copies of one function of one row:
+tensor from earlier ones.  The row-wise operations act on each row alone:
 
 * ``affine``: ``y = W x + b`` (``W`` of ``out x in``, any widths);
 * ``add``: ``y = u + v`` of two tensors of one shape (a residual connection);
@@ -17,10 +16,15 @@ so the rows are ``tokens`` copies of one function of one row:
   row (``var`` the mean of squared deviations, as PyTorch and ONNX define it);
 * ``rms_norm``: ``x / sqrt(mean(x^2) + eps) * weight``.
 
+The token and column operations (:mod:`symbounds.core.graph_tokens`) read several rows or part of
+a row: ``attention`` (multi-head softmax or hardmax self-attention, with biases, a mask and
+independent sequences), ``slice``, ``concat``, ``select_tokens``, ``mean_tokens``.  A graph knows
+the rows of every tensor (``tokens_of``): ``select_tokens`` and ``mean_tokens`` change them.
+
 Weights are exact rationals (``Fraction``), converted once per context and precision.
 :meth:`Graph.forward` takes the input as :func:`symbounds.core.search.shape_input` lays it out
 (``width x tokens``, the box listing the input row by row) and returns the output the same way
-(``out_width x tokens``), so the box search and :func:`symbounds.core.bound.bound` evaluate a
+(``out_width x out_tokens``), so the box search and :func:`symbounds.core.bound.bound` evaluate a
 graph as they evaluate a token-set model.
 """
 
@@ -32,9 +36,10 @@ from fractions import Fraction
 import flint
 
 from . import activations as act
-from .contexts import BallContext, Context
+from . import graph_tokens as gt
+from .contexts import BallContext, Context, ExactUnsupported
 
-__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "OPS", "is_graph"]
+__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after", "width_after"]
 
 #: entry-by-entry functions without parameters
 UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus": act.softplus, "exp": act.exp,
@@ -42,12 +47,22 @@ UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus":
 #: elementwise operations with a constant (one number, or one per column)
 CONSTANT_OPS = ("add_constant", "mul_constant", "div_constant")
 #: every operation of a graph
-OPS = ("affine", "add", *CONSTANT_OPS, *UNARY, "leaky_relu", "gelu", "gelu_tanh", "layer_norm", "rms_norm")
+#: operations that read several rows, or part of a row (:mod:`symbounds.core.graph_tokens`)
+TOKEN_OPS = ("attention", "slice", "concat", "select_tokens", "mean_tokens")
+OPS = ("affine", "add", *CONSTANT_OPS, *UNARY, "leaky_relu", "gelu", "gelu_tanh", "layer_norm", "rms_norm",
+       *TOKEN_OPS)
 
 
 @dataclass(frozen=True)
 class Node:
-    """One operation: ``name = op(inputs, params)`` (params: exact rationals, tuples of them)."""
+    """One operation: ``name = op(inputs, params)`` (params: exact rationals, tuples of them).
+
+    ``attention`` params: ``heads`` (int), ``Wq``, ``Wk``, ``Wv``, ``Wo`` (tuples of rows),
+    ``bq``, ``bk``, ``bv``, ``bo`` (tuples; absent: zeros), ``scale`` (a positive ``Fraction`` or
+    ``{"inv_sqrt": n}`` for ``1/sqrt(n)``), ``mask`` (None, ``"causal"`` or an ``L x L`` tuple of
+    0/1 rows), ``hardmax`` (bool), ``sequence_length`` (int or None: the input's rows), ``layout``
+    (``"batch_major"``, the default, or ``"sequence_major"``).  ``slice``: ``start``, ``stop``;
+    ``select_tokens``: ``indices``; ``mean_tokens``: ``sequence_length``, ``layout``."""
 
     name: str
     op: str
@@ -56,7 +71,9 @@ class Node:
 
 
 class Graph:
-    """A layer graph (see the module docstring); ``widths`` maps every tensor to its width."""
+    """A layer graph (see the module docstring); ``widths`` maps every tensor to its width (a node
+    missing from the given ``widths`` gets :func:`width_after`'s), and ``tokens_of`` (computed from
+    the nodes) every tensor to its number of rows."""
 
     #: how the box search lays out the input (neither a vector model nor a token set)
     input = "graph"
@@ -68,6 +85,12 @@ class Graph:
         self.input_name, self.tokens, self.in_width = input_name, tokens, width
         self.nodes, self.output, self.widths = tuple(nodes), output, dict(widths)
         self.source = source
+        self.tokens_of = {input_name: tokens}
+        self.widths.setdefault(input_name, width)
+        for nd in self.nodes:
+            self.tokens_of[nd.name] = tokens_after(nd, self.tokens_of)
+            if nd.name not in self.widths:
+                self.widths[nd.name] = width_after(nd, self.widths)
         self._numeric: dict = {}
 
     # --- shape ---------------------------------------------------------------------------------
@@ -85,12 +108,17 @@ class Graph:
         return self.tokens * self.in_width
 
     @property
+    def out_tokens(self) -> int:
+        """The output's rows (the input's, unless ``select_tokens`` or ``mean_tokens`` change them)."""
+        return self.tokens_of[self.output]
+
+    @property
     def output_count(self) -> int:
-        return self.tokens * self.out_width
+        return self.out_tokens * self.out_width
 
     def __repr__(self):
         return (f"Graph({len(self.nodes)} nodes, input [{self.tokens}, {self.in_width}], "
-                f"output [{self.tokens}, {self.out_width}])")
+                f"output [{self.out_tokens}, {self.out_width}])")
 
     # --- numbers of a context ------------------------------------------------------------------------
     def numeric(self, ctx: Context) -> dict:
@@ -107,8 +135,8 @@ class Graph:
 
     # --- evaluation --------------------------------------------------------------------------------
     def forward(self, ctx: Context, x):
-        """The output (``out_width x tokens``) at the input ``x`` (``width x tokens``; entries exact
-        numbers or numbers of ``ctx``)."""
+        """The output (``out_width x out_tokens``) at the input ``x`` (``width x tokens``; entries
+        exact numbers or numbers of ``ctx``)."""
         rows = [list(r) for r in x]
         if len(rows) != self.in_width or any(len(r) != self.tokens for r in rows):
             raise ValueError(f"the input must be {self.in_width} x {self.tokens} (width x tokens)")
@@ -118,34 +146,105 @@ class Graph:
             X = [[conv(rows[c][t]) for c in range(self.in_width)] for t in range(self.tokens)]
             vals = {self.input_name: X}
             for nd in self.nodes:
-                args = [vals[i] for i in nd.inputs]
-                p = num[nd.name]
-                vals[nd.name] = [_row(ctx, nd, p, [a[t] for a in args]) for t in range(self.tokens)]
+                vals[nd.name] = _tensor(ctx, nd, num[nd.name], [vals[i] for i in nd.inputs])
             Y = vals[self.output]
-        return [[Y[t][c] for t in range(self.tokens)] for c in range(self.out_width)]
+        return [[Y[t][c] for t in range(len(Y))] for c in range(self.out_width)]
 
     def evaluate(self, ctx: Context, x_flat) -> list:
         """The outputs, flat (row by row), at the flat input (row by row)."""
         x = [[x_flat[t * self.in_width + c] for t in range(self.tokens)] for c in range(self.in_width)]
         out = self.forward(ctx, x)
-        return [out[c][t] for t in range(self.tokens) for c in range(self.out_width)]
+        return [out[c][t] for t in range(self.out_tokens) for c in range(self.out_width)]
+
+
+def tokens_after(nd: Node, tokens_of: dict) -> int:
+    """The rows of node ``nd``'s output, from the rows of its inputs (``tokens_of``)."""
+    t = tokens_of[nd.inputs[0]]
+    if nd.op == "select_tokens":
+        return len(nd.params["indices"])
+    if nd.op == "mean_tokens":
+        return t // (nd.params.get("sequence_length") or t)
+    return t
+
+
+def width_after(nd: Node, widths: dict) -> int:
+    """The width of node ``nd``'s output, from its inputs' (``widths``)."""
+    p = nd.params
+    if nd.op == "affine":
+        return len(p["W"])
+    if nd.op == "attention":
+        return len(p["Wo"])
+    if nd.op == "slice":
+        return p["stop"] - p["start"]
+    if nd.op == "concat":
+        return sum(widths[i] for i in nd.inputs)
+    return widths[nd.inputs[0]]
+
+
+def _tensor(ctx: Context, nd: Node, p: dict, args: list) -> list:
+    """Node ``nd``'s output rows from its inputs' rows."""
+    op = nd.op
+    if op == "attention":
+        return gt.attention(ctx, p, args[0], _affine)
+    if op == "slice":
+        return gt.slice_columns(p["start"], p["stop"], args[0])
+    if op == "concat":
+        return gt.concat_columns(args)
+    if op == "select_tokens":
+        return gt.select_tokens(p["indices"], args[0])
+    if op == "mean_tokens":
+        L = p["L"] or len(args[0])
+        inv = p["inv_L"] if p["inv_L"] is not None else ctx.convert(Fraction(1, L))
+        return gt.mean_tokens(ctx, inv, L, p["layout"], args[0])
+    return [_row(ctx, nd, p, [a[t] for a in args]) for t in range(len(args[0]))]
 
 
 def _is_native(ctx, v) -> bool:
     return not isinstance(v, (int, Fraction, flint.fmpq, flint.fmpz, str)) and not hasattr(v, "is_Rational")
 
 
+def _affine_params(ctx: Context, W, b) -> dict:
+    c = ctx.convert
+    W = [[c(v) for v in row] for row in W]
+    b = [c(v) for v in b] if b is not None else [ctx.zero] * len(W)
+    out = {"W": W, "b": b}
+    if isinstance(ctx, BallContext):
+        out["Wm"] = flint.arb_mat(W)
+        out["bm"] = flint.arb_mat([[v] for v in b])
+    return out
+
+
+def _scale(ctx: Context, s):
+    """The score factor in ``ctx``: a rational, or ``1/sqrt(n)`` (in the context of the constants;
+    None in the exact context when ``n`` is not a square: only a hardmax, which needs no scale,
+    can then be evaluated exactly)."""
+    if not isinstance(s, dict):
+        return ctx.convert(s)
+    cc = ctx.constants_context()
+    try:
+        v = cc.one / cc.sqrt(cc.convert(int(s["inv_sqrt"])))
+    except ExactUnsupported:
+        return None
+    return ctx.convert(v) if cc.exact else ctx.native(v)
+
+
 def _convert_params(ctx: Context, nd: Node) -> dict:
     c = ctx.convert
     p = nd.params
     if nd.op == "affine":
-        W = [[c(v) for v in row] for row in p["W"]]
-        b = [c(v) for v in p["b"]]
-        out = {"W": W, "b": b}
-        if isinstance(ctx, BallContext):
-            out["Wm"] = flint.arb_mat(W)
-            out["bm"] = flint.arb_mat([[v] for v in b])
-        return out
+        return _affine_params(ctx, p["W"], p["b"])
+    if nd.op == "attention":
+        L = p.get("sequence_length")
+        hard = bool(p.get("hardmax", False))
+        return {"q": _affine_params(ctx, p["Wq"], p.get("bq")), "k": _affine_params(ctx, p["Wk"], p.get("bk")),
+                "v": _affine_params(ctx, p["Wv"], p.get("bv")), "o": _affine_params(ctx, p["Wo"], p.get("bo")),
+                "heads": int(p["heads"]), "hardmax": hard, "scale": None if hard else _scale(ctx, p["scale"]),
+                "L": L, "layout": p.get("layout") or "batch_major", "mask": p.get("mask")}
+    if nd.op == "mean_tokens":
+        L = p.get("sequence_length")
+        return {"L": L, "inv_L": None if L is None else c(Fraction(1, L)), "layout": p.get("layout") or "batch_major"}
+    if nd.op in ("slice", "select_tokens", "concat"):
+        return p
     if nd.op in CONSTANT_OPS:
         return {"c": [c(v) for v in p["c"]]}
     if nd.op in ("layer_norm", "rms_norm"):

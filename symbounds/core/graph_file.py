@@ -27,12 +27,13 @@ import re
 from fractions import Fraction
 
 from .files import atomic_write, read_json_file
-from .graph import CONSTANT_OPS, UNARY, Graph, Node
+from .graph import CONSTANT_OPS, UNARY, Graph, Node, tokens_after, width_after
+from .graph_tokens import LAYOUTS
 from .modelfile import FORMAT as TRANSFORMER_FORMAT
 from .modelfile import ModelFileError, model_from_json, parse_number
 
 __all__ = ["FORMAT", "GraphFileError", "graph_from_json", "graph_to_json", "load_graph", "export_graph",
-           "network_from_json", "reject_float", "MAX_NODES", "MAX_WIDTH", "MAX_TOKENS"]
+           "network_from_json", "reject_float", "MAX_NODES", "MAX_WIDTH", "MAX_TOKENS", "MAX_SEQUENCE"]
 
 FORMAT = "symbounds-graph/1"
 #: limits checked before anything of that size is built
@@ -40,6 +41,8 @@ MAX_NODES = 4096
 MAX_WIDTH = 1024
 MAX_TOKENS = 1 << 16
 MAX_INPUTS = 1 << 20
+#: the longest sequence an attention node (or a mean over tokens) reads: its scores are L x L per head
+MAX_SEQUENCE = 1024
 _NAME = re.compile(r"^[A-Za-z0-9_.:/\-]{1,200}$", re.ASCII)
 
 #: the keys each operation takes besides name, op, inputs (required ones first, then optional)
@@ -48,6 +51,10 @@ _KEYS = {"affine": ({"W"}, {"b"}), "add": (set(), set()), "leaky_relu": (set(), 
          "layer_norm": ({"eps"}, {"weight", "bias"}), "rms_norm": ({"eps"}, {"weight"})}
 _KEYS.update({op: ({"constant"}, set()) for op in CONSTANT_OPS})
 _KEYS.update({op: (set(), set()) for op in UNARY})
+_KEYS.update({"attention": ({"heads", "Wq", "Wk", "Wv", "Wo", "scale"},
+                            {"bq", "bk", "bv", "bo", "mask", "hardmax", "sequence_length", "layout"}),
+              "slice": ({"start", "stop"}, set()), "concat": (set(), set()), "select_tokens": ({"indices"}, set()),
+              "mean_tokens": (set(), {"sequence_length", "layout"})})
 
 
 class GraphFileError(ModelFileError):
@@ -67,7 +74,7 @@ def _vector(obj, what, n) -> tuple:
     return tuple(_number(v, f"{what}[{i}]") for i, v in enumerate(obj))
 
 
-def _matrix(obj, what, cols) -> tuple:
+def _matrix(obj, what, cols, of="the input's width") -> tuple:
     """A list of rows of ``cols`` numbers (at most :data:`MAX_WIDTH` rows), shape checked first."""
     if not isinstance(obj, list) or not obj:
         raise GraphFileError(f"{what}: expected a non-empty list of rows")
@@ -75,13 +82,19 @@ def _matrix(obj, what, cols) -> tuple:
         raise GraphFileError(f"{what}: {len(obj)} rows, more than the {MAX_WIDTH} a graph holds")
     for i, r in enumerate(obj):
         if not isinstance(r, list) or len(r) != cols:
-            raise GraphFileError(f"{what}[{i}]: expected a row of {cols} numbers (the input's width)")
+            raise GraphFileError(f"{what}[{i}]: expected a row of {cols} numbers ({of})")
     return tuple(tuple(_number(v, f"{what}[{i}][{j}]") for j, v in enumerate(r)) for i, r in enumerate(obj))
 
 
 def _count(obj, what, limit) -> int:
     if not isinstance(obj, int) or isinstance(obj, bool) or not (1 <= obj <= limit):
         raise GraphFileError(f"{what}: expected an integer in 1..{limit}")
+    return obj
+
+
+def _integer(obj, what, lo, hi) -> int:
+    if not isinstance(obj, int) or isinstance(obj, bool) or not (lo <= obj <= hi):
+        raise GraphFileError(f"{what}: expected an integer in {lo}..{hi}")
     return obj
 
 
@@ -117,10 +130,18 @@ def graph_from_json(data) -> Graph:
     if len(nodes_in) > MAX_NODES:
         raise GraphFileError(f"graph file: {len(nodes_in)} nodes, more than the {MAX_NODES} a graph holds")
     widths = {in_name: width}
+    tokens_of = {in_name: tokens}
     nodes = []
     for i, nd in enumerate(nodes_in):
-        node = _node(nd, f"nodes[{i}]", widths)
-        widths[node.name] = _out_width(node, widths)
+        node = _node(nd, f"nodes[{i}]", widths, tokens_of)
+        w = width_after(node, widths)
+        t = tokens_after(node, tokens_of)
+        if w > MAX_WIDTH:
+            raise GraphFileError(f"node {node.name!r} ({node.op}): width {w}, more than the {MAX_WIDTH} a graph holds")
+        if t * w > MAX_INPUTS:
+            raise GraphFileError(f"node {node.name!r} ({node.op}): {t} x {w} entries, more than the {MAX_INPUTS} "
+                                 f"a tensor holds")
+        widths[node.name], tokens_of[node.name] = w, t
         nodes.append(node)
     out = _name(data.get("output"), "output")
     if out not in widths or out == in_name:
@@ -130,7 +151,7 @@ def graph_from_json(data) -> Graph:
     return Graph(in_name, tokens, width, tuple(nodes), out, widths)
 
 
-def _node(nd, what, widths) -> Node:
+def _node(nd, what, widths, tokens_of) -> Node:
     if not isinstance(nd, dict):
         raise GraphFileError(f"{what}: expected an object")
     name = _name(nd.get("name"), f"{what}.name")
@@ -148,17 +169,37 @@ def _node(nd, what, widths) -> Node:
         if k not in nd:
             raise GraphFileError(f"{what} ({op}): missing {k!r}")
     ins = nd.get("inputs")
-    arity = 2 if op == "add" else 1
-    if not isinstance(ins, list) or len(ins) != arity:
-        raise GraphFileError(f"{what} ({op}): 'inputs' must list {arity} tensor name(s)")
+    if op == "concat":
+        if not isinstance(ins, list) or not 1 <= len(ins) <= MAX_WIDTH:
+            raise GraphFileError(f"{what} (concat): 'inputs' must list 1 to {MAX_WIDTH} tensor names")
+    else:
+        arity = 2 if op == "add" else 1
+        if not isinstance(ins, list) or len(ins) != arity:
+            raise GraphFileError(f"{what} ({op}): 'inputs' must list {arity} tensor name(s)")
     for j, src in enumerate(ins):
         if not isinstance(src, str) or src not in widths:
             raise GraphFileError(f"{what} ({op}): input {str(src)[:40]!r} is neither the graph's input nor an earlier node")
-    w = widths[ins[0]]
-    if op == "add" and widths[ins[1]] != w:
-        raise GraphFileError(f"{what} (add): shapes differ (width {w} and {widths[ins[1]]})")
+    w, t = widths[ins[0]], tokens_of[ins[0]]
+    if op == "add" and (widths[ins[1]], tokens_of[ins[1]]) != (w, t):
+        raise GraphFileError(f"{what} (add): shapes differ ([{t}, {w}] and [{tokens_of[ins[1]]}, {widths[ins[1]]}])")
+    if op == "concat":
+        for src in ins[1:]:
+            if tokens_of[src] != t:
+                raise GraphFileError(f"{what} (concat): inputs of {t} and {tokens_of[src]} rows")
     p: dict = {}
-    if op == "affine":
+    if op == "attention":
+        p = _attention(nd, what, w, t)
+    elif op == "slice":
+        p["start"] = _integer(nd["start"], f"{what}.start", 0, w - 1)
+        p["stop"] = _integer(nd["stop"], f"{what}.stop", p["start"] + 1, w)
+    elif op == "select_tokens":
+        idx = nd["indices"]
+        if not isinstance(idx, list) or not 1 <= len(idx) <= MAX_TOKENS:
+            raise GraphFileError(f"{what}.indices: expected a list of 1 to {MAX_TOKENS} row indices")
+        p["indices"] = tuple(_integer(v, f"{what}.indices[{i}]", 0, t - 1) for i, v in enumerate(idx))
+    elif op == "mean_tokens":
+        p["sequence_length"], p["layout"] = _sequence(nd, what, t)
+    elif op == "affine":
         p["W"] = _matrix(nd["W"], f"{what}.W", w)
         n = len(p["W"])
         p["b"] = _vector(nd["b"], f"{what}.b", n) if "b" in nd else (Fraction(0),) * n
@@ -184,10 +225,73 @@ def _node(nd, what, widths) -> Node:
     return Node(name, op, tuple(ins), p)
 
 
-def _out_width(node: Node, widths) -> int:
-    if node.op == "affine":
-        return len(node.params["W"])
-    return widths[node.inputs[0]]
+def _sequence(nd, what, t) -> tuple:
+    """``(sequence_length, layout)`` of a node reading ``t`` rows as sequences."""
+    L = nd.get("sequence_length")
+    if L is not None:
+        L = _integer(L, f"{what}.sequence_length", 1, MAX_SEQUENCE)
+        if t % L:
+            raise GraphFileError(f"{what}: sequence_length {L} does not divide the input's {t} rows")
+    elif t > MAX_SEQUENCE:
+        raise GraphFileError(f"{what}: one sequence of {t} rows, longer than the {MAX_SEQUENCE} a node reads "
+                             f"(give sequence_length)")
+    layout = nd.get("layout", "batch_major")
+    if layout not in LAYOUTS:
+        raise GraphFileError(f"{what}.layout: expected 'batch_major' or 'sequence_major', found {str(layout)[:40]!r}")
+    return L, layout
+
+
+def _attention(nd, what, E, t) -> dict:
+    """The parameters of an ``attention`` node on rows of width ``E`` (docs/model-graph.md)."""
+    h = _integer(nd["heads"], f"{what}.heads", 1, MAX_WIDTH)
+    p: dict = {"heads": h}
+    for m in ("Wq", "Wk", "Wv"):
+        p[m] = _matrix(nd[m], f"{what}.{m}", E)
+        n = len(p[m])
+        if n % h:
+            raise GraphFileError(f"{what}.{m}: {n} rows, not a multiple of the {h} heads")
+        b = "b" + m[1]
+        p[b] = _vector(nd[b], f"{what}.{b}", n) if b in nd else (Fraction(0),) * n
+    if len(p["Wk"]) != len(p["Wq"]):
+        raise GraphFileError(f"{what}.Wk: {len(p['Wk'])} rows, Wq has {len(p['Wq'])} (queries and keys share d_k)")
+    p["Wo"] = _matrix(nd["Wo"], f"{what}.Wo", len(p["Wv"]), "the rows of Wv: heads x d_v")
+    p["bo"] = _vector(nd["bo"], f"{what}.bo", len(p["Wo"])) if "bo" in nd else (Fraction(0),) * len(p["Wo"])
+    sc = nd["scale"]
+    if isinstance(sc, dict):
+        if set(sc) != {"inv_sqrt"}:
+            raise GraphFileError(f"{what}.scale: expected a number or {{'inv_sqrt': n}}")
+        p["scale"] = {"inv_sqrt": _integer(sc["inv_sqrt"], f"{what}.scale.inv_sqrt", 1, 1 << 30)}
+    else:
+        p["scale"] = _positive(_number(sc, f"{what}.scale"), f"{what}.scale")
+    hard = nd.get("hardmax", False)
+    if not isinstance(hard, bool):
+        raise GraphFileError(f"{what}.hardmax: expected true or false")
+    p["hardmax"] = hard
+    p["sequence_length"], p["layout"] = _sequence(nd, what, t)
+    p["mask"] = _mask(nd.get("mask"), what, p["sequence_length"] or t)
+    return p
+
+
+def _mask(m, what, L):
+    """None (every key), ``"causal"``, or an ``L x L`` tuple of 0/1 rows, each with a 1."""
+    if m is None or m == "causal":
+        return m
+    if not isinstance(m, list) or len(m) != L:
+        raise GraphFileError(f"{what}.mask: expected null, 'causal' or a list of {L} rows of 0/1 (the sequence length)")
+    rows = []
+    for j, r in enumerate(m):
+        if not isinstance(r, list) or len(r) != L:
+            raise GraphFileError(f"{what}.mask[{j}]: expected a row of {L} entries 0 or 1")
+        row = []
+        for k, v in enumerate(r):
+            if v in (0, 1, "0", "1") and not isinstance(v, bool):
+                row.append(int(v))
+            else:
+                raise GraphFileError(f"{what}.mask[{j}][{k}]: expected 0 or 1, found {str(v)[:20]!r}")
+        if not any(row):
+            raise GraphFileError(f"{what}.mask[{j}]: query {j} attends no key (a row of zeros)")
+        rows.append(tuple(row))
+    return tuple(rows)
 
 
 # ------------------------------------------------------------------------------------------
@@ -206,6 +310,14 @@ def graph_to_json(g: Graph) -> dict:
             d["b"] = [s(v) for v in p["b"]]
         elif nd.op in CONSTANT_OPS:
             d["constant"] = [s(v) for v in p["c"]] if len(p["c"]) > 1 else s(p["c"][0])
+        elif nd.op == "attention":
+            d.update(_attention_json(p))
+        elif nd.op == "slice":
+            d["start"], d["stop"] = int(p["start"]), int(p["stop"])
+        elif nd.op == "select_tokens":
+            d["indices"] = [int(i) for i in p["indices"]]
+        elif nd.op == "mean_tokens":
+            _sequence_json(d, p)
         elif nd.op in ("layer_norm", "rms_norm"):
             d["eps"] = s(p["eps"])
             d["weight"] = [s(v) for v in p["weight"]]
@@ -218,6 +330,31 @@ def graph_to_json(g: Graph) -> dict:
         nodes.append(d)
     return {"format": FORMAT, "input": {"name": g.input_name, "tokens": g.tokens, "width": g.in_width},
             "nodes": nodes, "output": g.output}
+
+
+def _sequence_json(d: dict, p: dict) -> None:
+    if p.get("sequence_length") is not None:
+        d["sequence_length"] = int(p["sequence_length"])
+    if p.get("layout") not in (None, "batch_major"):
+        d["layout"] = p["layout"]
+
+
+def _attention_json(p: dict) -> dict:
+    d: dict = {"heads": int(p["heads"])}
+    for m in ("q", "k", "v", "o"):
+        W = p["W" + m]
+        d["W" + m] = [[str(v) for v in row] for row in W]
+        b = p.get("b" + m)
+        d["b" + m] = [str(v) for v in b] if b is not None else ["0"] * len(W)
+    sc = p["scale"]
+    d["scale"] = {"inv_sqrt": int(sc["inv_sqrt"])} if isinstance(sc, dict) else str(sc)
+    mask = p.get("mask")
+    if mask is not None:
+        d["mask"] = mask if mask == "causal" else [[int(v) for v in row] for row in mask]
+    if p.get("hardmax"):
+        d["hardmax"] = True
+    _sequence_json(d, p)
+    return d
 
 
 def export_graph(g: Graph, path: str) -> None:

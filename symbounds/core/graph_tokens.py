@@ -1,0 +1,168 @@
+"""The operations of a layer graph that mix rows (tokens) or columns, in every context.
+
+A tensor is a list of rows (tokens), each a list of context numbers.  The row-wise operations are
+in :mod:`symbounds.core.graph`; here are the ones that read several rows or part of a row:
+
+* ``attention``: multi-head self-attention with the semantics of PyTorch's
+  ``nn.MultiheadAttention`` (Vaswani et al. 2017, "Attention is all you need", Sec. 3.2), per
+  sequence and per head ``i``::
+
+      q_j = Wq_i x_j + bq_i,   k_k = Wk_i x_k + bk_i,   v_k = Wv_i x_k + bv_i
+      w_j = softmax_k(scale <q_j, k_k>)     over the keys k that query j may attend
+      o_j^i = sum_k w_jk v_k,               y_j = Wo [o_j^1; ...; o_j^h] + bo
+
+  (head ``i`` owns rows ``i dk .. (i+1) dk - 1`` of ``Wq`` and ``Wk``, ``i dv ..`` of ``Wv``:
+  PyTorch's split of ``in_proj_weight``).  With ``hardmax`` the weights are ``1/|A|`` on the
+  argmax set ``A`` of the scores (ties averaged, as the attention layers of
+  :mod:`symbounds.core.transformer`); a positive ``scale`` does not move the argmax, so it is not
+  applied there.  The softmax and the hardmax are :class:`~symbounds.core.evaluator.ScalarEvaluator`'s
+  (the formula the Transformer layers use): the scores shifted by ``ctx.shift_point`` (an exact
+  point for balls; the top score's own model for Taylor models, so only score *differences* enter
+  the exponentials), one reciprocal per row.
+* ``slice`` (columns ``start .. stop-1``), ``concat`` (columns of several tensors),
+  ``select_tokens`` (rows by index), ``mean_tokens`` (the mean of each sequence's rows).
+
+A tensor of ``T`` rows holds ``S = T / L`` independent sequences of length ``L``
+(:func:`sequences`): ``batch_major`` (sequence ``s`` is rows ``s L .. s L + L - 1``: an
+``[N, L, E]`` tensor flattened) or ``sequence_major`` (rows ``s, s + S, s + 2S, ...``:
+``[L, N, E]``, PyTorch's layout without ``batch_first``).
+"""
+
+from __future__ import annotations
+
+import flint
+
+from .contexts import ExactUnsupported
+from .evaluator import ScalarEvaluator
+from .taylor import TM, TaylorContext
+
+__all__ = ["LAYOUTS", "sequences", "allowed_keys", "attention", "mean_tokens", "select_tokens", "slice_columns",
+           "concat_columns"]
+
+LAYOUTS = ("batch_major", "sequence_major")
+
+
+def sequences(T: int, L: int, layout: str = "batch_major") -> list:
+    """The rows of each of the ``T / L`` sequences, in position order."""
+    S = T // L
+    if layout == "sequence_major":
+        return [[i * S + s for i in range(L)] for s in range(S)]
+    return [[s * L + i for i in range(L)] for s in range(S)]
+
+
+def allowed_keys(mask, L: int) -> list:
+    """For each query position ``j`` the key positions it attends: all (``mask`` None), ``k <= j``
+    (``"causal"``), or those where row ``j`` of the 0/1 matrix is 1."""
+    if mask is None:
+        return [list(range(L))] * L
+    if mask == "causal":
+        return [list(range(j + 1)) for j in range(L)]
+    return [[k for k in range(L) if mask[j][k]] for j in range(L)]
+
+
+def _dot(ctx, a, b, la=None, lb=None):
+    """``sum_i a_i b_i``; for Taylor models in one step (:func:`_dot_tm`) with the bounds ``la``,
+    ``lb`` of the linear parts when given (a query row meets every key: they are computed once)."""
+    if isinstance(ctx, TaylorContext):
+        return _dot_tm(ctx, a, b, la or [u._lin_bound() for u in a], lb or [v._lin_bound() for v in b])
+    s = a[0] * b[0]
+    for u, v in zip(a[1:], b[1:]):
+        s = s + u * v
+    return s
+
+
+def _dot_tm(ctx, a, b, la, lb) -> TM:
+    """``sum_i a_i b_i`` of Taylor models ``a_i = c + <g, delta> + [-r, r]``: each product is
+    ``c_a c_b + <c_b g_a + c_a g_b, delta>`` plus at most ``La Lb + r_a (|c_b| + Lb) + r_b (|c_a| + La)
+    + r_a r_b`` (``L`` the bound of a linear part: :meth:`TM.__mul__`'s remainder), summed in one
+    model instead of ``2 len(a)`` intermediate ones."""
+    zero = ctx._zero_arb
+    c, g, rem = zero, None, zero
+    for u, v, Lu, Lv in zip(a, b, la, lb):
+        c = c + u.c * v.c
+        ug, vg = u.g, v.g
+        if ug is not None and vg is not None:
+            uc, vc = u.c, v.c
+            part = [p * vc + q * uc for p, q in zip(ug, vg)]
+            rem = rem + Lu * Lv
+        elif ug is not None:
+            part = [p * v.c for p in ug]
+        elif vg is not None:
+            part = [q * u.c for q in vg]
+        else:
+            part = None
+        if part is not None:
+            g = part if g is None else [x + y for x, y in zip(g, part)]
+        if u.r is not None:
+            rem = rem + u.r * (abs(v.c) + Lv)
+        if v.r is not None:
+            rem = rem + v.r * (abs(u.c) + Lu)
+            if u.r is not None:
+                rem = rem + u.r * v.r
+    return TM(ctx, c, None if g is None else tuple(g), None if rem.is_zero() else flint.arb(rem.upper()))
+
+
+def attention(ctx, p: dict, X: list, project) -> list:
+    """The ``attention`` node's output rows at the input rows ``X`` (see the module docstring).
+
+    ``p`` holds the node's numbers in ``ctx`` (``q``, ``k``, ``v``, ``o``: the projections, applied
+    by ``project(ctx, proj, row)``; ``heads``, ``scale``, ``mask``, ``hardmax``, ``L`` (None: one
+    sequence of all rows), ``layout``)."""
+    ev = ScalarEvaluator(ctx)
+    h, hard = p["heads"], p["hardmax"]
+    scale = p["scale"]
+    if not hard and scale is None:
+        raise ExactUnsupported("the exact context cannot apply an irrational score scale")
+    Q = [project(ctx, p["q"], x) for x in X]
+    K = [project(ctx, p["k"], x) for x in X]
+    V = [project(ctx, p["v"], x) for x in X]
+    dk, dv = len(Q[0]) // h, len(V[0]) // h
+    taylor = isinstance(ctx, TaylorContext)
+    lin = (lambda rows: [[u._lin_bound() for u in row] for row in rows]) if taylor else (lambda rows: [None] * len(rows))
+    QL, KL, VL = lin(Q), lin(K), lin(V)
+    L = p["L"] or len(X)
+    keys = allowed_keys(p["mask"], L)
+    O = [None] * len(X)
+    for seq in sequences(len(X), L, p["layout"]):
+        for jp, j in enumerate(seq):
+            ks = [seq[k] for k in keys[jp]]
+            o = []
+            for i in range(h):
+                hk = slice(i * dk, (i + 1) * dk)
+                q, ql = Q[j][hk], QL[j] and QL[j][hk]
+                scores = [_dot(ctx, q, K[k][hk], ql, KL[k] and KL[k][hk]) for k in ks]
+                if hard:
+                    w = ev.hardmax(scores)
+                else:
+                    w = ev.softmax([s * scale for s in scores])
+                wl = [u._lin_bound() for u in w] if taylor else None
+                for a in range(i * dv, (i + 1) * dv):
+                    o.append(_dot(ctx, w, [V[k][a] for k in ks], wl, taylor and [VL[k][a] for k in ks] or None))
+            O[j] = o
+    return [project(ctx, p["o"], o) for o in O]
+
+
+def mean_tokens(ctx, inv_L, L: int, layout: str, X: list) -> list:
+    """Row ``s``: ``(1/L) sum`` of the rows of sequence ``s`` (``inv_L`` the context's ``1/L``)."""
+    out = []
+    for seq in sequences(len(X), L, layout):
+        acc = list(X[seq[0]])
+        for t in seq[1:]:
+            acc = [a + v for a, v in zip(acc, X[t])]
+        out.append([a * inv_L for a in acc])
+    return out
+
+
+def select_tokens(indices, X: list) -> list:
+    """The rows ``indices`` of ``X``, in that order (repeats allowed)."""
+    return [list(X[t]) for t in indices]
+
+
+def slice_columns(start: int, stop: int, X: list) -> list:
+    """Columns ``start .. stop-1`` of every row."""
+    return [row[start:stop] for row in X]
+
+
+def concat_columns(tensors: list) -> list:
+    """Row ``t``: the rows ``t`` of every tensor, one after another."""
+    return [[v for X in tensors for v in X[t]] for t in range(len(tensors[0]))]
