@@ -45,6 +45,7 @@ import flint
 
 from . import activations as act
 from . import graph as gr
+from . import graph_tokens as gt
 from .contexts import BallContext
 from .taylor import TaylorContext
 
@@ -65,7 +66,7 @@ SMALL_ENTRIES = 1 << 10
 
 def small_graph(graph) -> bool:
     """Small enough for the default ``bound`` (``linear="auto"``): the entries of all tensors."""
-    return graph.tokens * sum(graph.widths[nd.name] for nd in graph.nodes) <= SMALL_ENTRIES
+    return sum(graph.tokens_of[nd.name] * graph.widths[nd.name] for nd in graph.nodes) <= SMALL_ENTRIES
 
 
 def _frac(x: flint.arb) -> Fraction:
@@ -213,14 +214,17 @@ class _Op:
     """One operation of the graph as the backward pass sees it (a LayerNorm or RMSNorm becomes
     six): ``kind`` "affine" (``W``, ``b`` as Arb matrices), "add", "unary" (``f(ctx, v)``, its
     input known to lie in ``[lo, inf)`` when ``lo`` is given), "relu" (``alpha``), "bilinear"
-    (``p_j = d_j s``, ``s`` of width 1) or "cut" (the graph's node ``node``, entering as its Taylor
-    model); ``forward(ctx, rows)`` computes one row."""
+    (``p_j = d_j s``, ``s`` of width 1), "slice", "concat", "select", "mean" (rows or columns
+    taken, exactly) or "cut" (the graph's node ``node``, entering as its Taylor model);
+    ``forward(ctx, rows)`` computes one row from one row of each input, or, with ``tensor``, the
+    whole output from the inputs' rows."""
 
-    __slots__ = ("name", "kind", "inputs", "width", "W", "b", "f", "lo", "alpha", "node", "forward")
+    __slots__ = ("name", "kind", "inputs", "width", "W", "b", "f", "lo", "alpha", "node", "forward", "tensor")
 
     def __init__(self, name, kind, inputs, width, forward, **kw):
         self.name, self.kind, self.inputs, self.width, self.forward = name, kind, tuple(inputs), width, forward
         self.W = self.b = self.f = self.lo = self.alpha = self.node = None
+        self.tensor = False
         for k, v in kw.items():
             setattr(self, k, v)
 
@@ -297,8 +301,10 @@ def _ops(graph) -> list:
             ops.append(_Op(nd.name, "unary", nd.inputs, win, row, f=f))
         elif nd.op in ("layer_norm", "rms_norm"):
             ops.extend(_norm_ops(nd, nd.inputs[0], win))
-        else:
-            ops.append(_Op(nd.name, "cut", nd.inputs, graph.widths[nd.name], row, node=nd))
+        else:  # the operations that mix rows or take columns
+            kind = {"slice": "slice", "concat": "concat", "select_tokens": "select", "mean_tokens": "mean"}.get(nd.op, "cut")
+            whole = lambda ctx, args, nd=nd: gr._tensor(ctx, nd, graph.numeric(ctx)[nd.name], args)
+            ops.append(_Op(nd.name, kind, nd.inputs, graph.widths[nd.name], whole, node=nd, tensor=True))
     return ops
 
 
@@ -310,6 +316,7 @@ class _Bounds:
         self.g, self.ops, self.ctx, self.vals = graph, ops, ctx, vals
         self.index = {op.name: i for i, op in enumerate(ops)}
         self.width = {op.name: op.width for op in ops} | {graph.input_name: graph.in_width}
+        self.rows = {name: len(v) for name, v in vals.items()}
         self.relax: dict = {}
         self.ranges: dict = {}
         self.n = graph.input_count
@@ -344,9 +351,9 @@ class _Bounds:
         pass when no undecided ReLU and no product lies before)."""
         many = any(op.kind == "bilinear" or any(r.through0 for r in self.relax.get(op.name, ()))
                    for op in self.ops[:upto])
-        T = self.g.tokens
-        # rows are independent unless an op mixes them (none of the relaxed ones does): a pass per row
-        groups = [[t] for t in range(T)] if not any(op.kind == "cut" for op in self.ops[:upto]) else [list(range(T))]
+        # a pass per row: objectives on one row only (an op that mixes rows, attention, enters as its
+        # Taylor model in every input, so the other rows' coefficients stay None)
+        groups = [[t] for t in range(self.rows[name])]
         best = None
         for mode in (MODES if many else MODES[:1]):
             out = [e for rows in groups for e in self._pass(name, upto, mode, rows)]
@@ -366,7 +373,7 @@ class _Bounds:
         """One backward pass: the bounds of the entries of ``name`` in rows ``tokens`` (the other
         rows' coefficients stay None: no op before ``upto`` mixes rows when ``tokens`` is one row)."""
         g = self.g
-        T, w = g.tokens, self.width[name]
+        T, w = self.rows[name], self.width[name]
         K = 2 * len(tokens) * w
         lam = {name: [None] * T}
         for q, t in enumerate(tokens):
@@ -385,7 +392,7 @@ class _Bounds:
         const, coef = self.const, self.coef
         L = lam.pop(g.input_name, None)
         if L is not None:
-            for t in range(T):
+            for t in range(len(L)):  # the input's rows
                 if L[t] is None:
                     continue
                 for k in range(K):
@@ -414,7 +421,7 @@ class _Bounds:
         lam[name] = [b if a is None else a if b is None else a + b for a, b in zip(lam[name], L)]
 
     def _op(self, op: _Op, L: list, lam: dict, mode: int):
-        T = self.g.tokens
+        T = len(L)
         K = next(Lt for Lt in L if Lt is not None).nrows()
         const = self.const
         rows = [t for t in range(T) if L[t] is not None]
@@ -452,6 +459,8 @@ class _Bounds:
             self._add(lam, op.inputs[0], out)
         elif op.kind == "bilinear":
             self._bilinear(op, L, lam, mode)
+        elif op.kind in ("slice", "concat", "select", "mean"):
+            self._take(op, L, lam, rows)
         else:  # the Taylor model of the forward pass
             Y = self.vals[op.name]
             coef = self.coef
@@ -474,7 +483,7 @@ class _Bounds:
         ``p >= ls d + ld s - ld ls`` or ``us d + ud s - ud us`` below, ``p <= us d + ld s - ld us``
         or ``ls d + ud s - ud ls`` above (each the product of two signed factors ``>= 0``); the
         first pair in passes 0 and 2, the second in pass 1."""
-        T, w = self.g.tokens, op.width
+        T, w = len(L), op.width
         K = next(Lt for Lt in L if Lt is not None).nrows()
         const = self.const
         rd, rs = self.relax[op.name]
@@ -503,6 +512,44 @@ class _Bounds:
             Ld[t], Ls[t] = Md, Ms
         self._add(lam, op.inputs[0], Ld)
         self._add(lam, op.inputs[1], Ls)
+
+    def _take(self, op: _Op, L: list, lam: dict, rows: list):
+        """The linear token and column operations, substituted exactly: ``slice`` and ``concat``
+        move coefficients between columns, ``select_tokens`` between rows, ``mean_tokens`` spreads
+        a sequence's coefficient over its rows times ``1/L``."""
+        nd, p = op.node, op.node.params
+        if op.kind in ("slice", "concat"):
+            offsets, start = [], p.get("start", 0)
+            for i in op.inputs:
+                offsets.append(start)
+                start += self.width[i] if op.kind == "concat" else 0
+            for i, off in zip(op.inputs, offsets):
+                wi = self.width[i]
+                S = flint.arb_mat(op.width, wi)
+                if op.kind == "slice":
+                    for j in range(op.width):
+                        S[j, off + j] = 1
+                else:
+                    for j in range(wi):
+                        S[off + j, j] = 1
+                self._add(lam, i, [None if Lt is None else Lt * S for Lt in L])
+            return
+        src = op.inputs[0]
+        out = [None] * self.rows[src]
+        if op.kind == "select":
+            for q in rows:
+                t = p["indices"][q]
+                out[t] = L[q] if out[t] is None else out[t] + L[q]
+        else:
+            n = self.rows[src]
+            Ls = p.get("sequence_length") or n
+            inv = flint.arb(1) / Ls
+            for s, seq in enumerate(gt.sequences(n, Ls, p.get("layout", "batch_major"))):
+                if L[s] is None:
+                    continue
+                for t in seq:
+                    out[t] = L[s] * inv if out[t] is None else out[t] + L[s] * inv
+        self._add(lam, src, out)
 
     # --- the relaxations, in forward order ---------------------------------------------------
     def relax_op(self, op: _Op, prec: int) -> bool:
@@ -541,7 +588,8 @@ def _forward(graph, ops, ctx: TaylorContext) -> dict:
     vals = {graph.input_name: [xs[t * w:(t + 1) * w] for t in range(graph.tokens)]}
     for op in ops:
         args = [vals[i] for i in op.inputs]
-        vals[op.name] = [[ctx.convert(v) for v in op.forward(ctx, [a[t] for a in args])] for t in range(graph.tokens)]
+        rows = op.forward(ctx, args) if op.tensor else [op.forward(ctx, [a[t] for a in args]) for t in range(len(args[0]))]
+        vals[op.name] = [[ctx.convert(v) for v in row] for row in rows]
     return vals
 
 
