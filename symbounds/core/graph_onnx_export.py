@@ -21,7 +21,14 @@ forms' erf and the ``erf`` node) and ``Softplus``, which ONNX's reference evalua
   as PyTorch writes it (``Mul(x, x)``, ``Mul x``, ``Mul a``, ``Add x``, ``Mul k``, ``Tanh``, ...);
 * ``layer_norm``: ``LayerNormalization`` when ``eps`` is a float32 number, else the chain
   ``ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul w, Add b`` with a float64 ``eps``;
-* ``rms_norm``: ``Mul(x, x), ReduceMean, Add eps, Sqrt, Div(x, .), Mul w``.
+* ``rms_norm``: ``Mul(x, x), ReduceMean, Add eps, Sqrt, Div(x, .), Mul w``;
+* ``attention``: the rows reshaped to ``[S, L, E]`` sequences (a ``Transpose`` first for the
+  ``sequence_major`` layout), per head ``Q = X Wq_i^T + bq_i`` (likewise ``K``, ``V``), the scores
+  ``MatMul(Q, K^T)`` times the scale (``1/sqrt(n)`` rounded), the mask as an added constant of 0 and
+  ``-inf``, ``Softmax`` over the keys (hardmax: the indicator of the row maxima over their number),
+  ``MatMul`` with ``V``, the heads concatenated, the output projection, and the rows back;
+* ``slice``: ``Slice`` of the columns; ``concat``: ``Concat`` of the columns; ``select_tokens``:
+  ``Gather`` of the rows; ``mean_tokens``: ``ReduceMean`` over the rows of each sequence.
 
 A node this module cannot write is refused with one line naming it (:class:`OnnxError`).
 """
@@ -79,13 +86,13 @@ class _Writer:
             if name not in self.taken:
                 return name
 
-    def const(self, values, prefix="c") -> str:
+    def const(self, values, prefix="c", finite=True) -> str:
         """An initializer of the export's type (a number, a vector or a matrix of exact numbers, each
-        rounded to the nearest number of that type)."""
+        rounded to the nearest number of that type; ``-inf`` entries only where not ``finite``)."""
         n = self.fresh(prefix)
         with self.np.errstate(over="ignore"):
             a = self.np.array(values, dtype=object).astype(self.np.float64).astype(self.float)
-        if not self.np.all(self.np.isfinite(a)):
+        if finite and not self.np.all(self.np.isfinite(a)):
             raise OnnxError(f"constant {n}: a number beyond {self.np.dtype(self.float).name}'s range")
         self.inits.append(self.numpy_helper.from_array(a, n))
         return n
@@ -142,7 +149,74 @@ class _Writer:
             ms = self.node("ReduceMean", [self.node("Mul", [x[0], x[0]])], axes=[-1], keepdims=1)
             s = self.node("Sqrt", [self.node("Add", [ms, self.const(p["eps"])])])
             return self.node("Mul", [self.node("Div", [x[0], s]), self.const(p["weight"], "w")])
+        if op == "attention":
+            return self._attention(nd, x[0])
+        if op == "slice":
+            return self.node("Slice", [x[0], self.ints([p["start"]]), self.ints([p["stop"]]), self.ints([1])])
+        if op == "concat":
+            return self.node("Concat", x, axis=1)
+        if op == "select_tokens":
+            return self.node("Gather", [x[0], self.ints(list(p["indices"]))], axis=0)
+        if op == "mean_tokens":
+            rows = self.g.tokens_of[nd.inputs[0]]
+            L = p.get("sequence_length") or rows
+            seqs = self._sequences(x[0], rows, L, self.g.widths[nd.inputs[0]], p.get("layout"), transpose=False)
+            axis = 0 if p.get("layout") == "sequence_major" else 1
+            return self.node("ReduceMean", [seqs], axes=[axis], keepdims=0)
         raise OnnxError(f"node {nd.name!r}: operation {op} cannot be written as ONNX yet")
+
+    def _sequences(self, x, rows, L, width, layout, transpose=True) -> str:
+        """``[rows, width]`` as ``[S, L, width]`` (``[L, S, width]`` for sequence_major unless
+        ``transpose``: then moved to ``[S, L, width]``)."""
+        S = rows // L
+        if layout == "sequence_major":
+            t = self.node("Reshape", [x, self.ints([L, S, width])])
+            return self.node("Transpose", [t], perm=[1, 0, 2]) if transpose else t
+        return self.node("Reshape", [x, self.ints([S, L, width])])
+
+    def _attention(self, nd, x) -> str:
+        """Multi-head self-attention per sequence (see the module docstring)."""
+        import math as _m
+
+        p = nd.params
+        rows, E = self.g.tokens_of[nd.inputs[0]], self.g.widths[nd.inputs[0]]
+        L = p.get("sequence_length") or rows
+        layout = p.get("layout") or "batch_major"
+        X = self._sequences(x, rows, L, E, layout)
+        h = int(p["heads"])
+        dk, dv = len(p["Wq"]) // h, len(p["Wv"]) // h
+        sc = p["scale"]
+        scale = 1 / _m.sqrt(sc["inv_sqrt"]) if isinstance(sc, dict) else sc
+        mask = None
+        if p.get("mask") is not None:
+            allowed = ([[int(k <= j) for k in range(L)] for j in range(L)] if p["mask"] == "causal"
+                       else [list(r) for r in p["mask"]])
+            mask = self.const([[0.0 if a else -math.inf for a in r] for r in allowed], "mask", finite=False)
+        heads = []
+        for i in range(h):
+            def proj(W, b, d):
+                rows_ = list(W[i * d:(i + 1) * d])
+                Wt = [[rows_[r][c] for r in range(d)] for c in range(E)]  # E x d
+                return self.node("Add", [self.node("MatMul", [X, self.const(Wt, "W")]),
+                                         self.const(list(b[i * d:(i + 1) * d]), "b")])
+            Q, K, V = proj(p["Wq"], p["bq"], dk), proj(p["Wk"], p["bk"], dk), proj(p["Wv"], p["bv"], dv)
+            S_ = self.node("MatMul", [Q, self.node("Transpose", [K], perm=[0, 2, 1])])
+            if mask is not None:
+                S_ = self.node("Add", [S_, mask])
+            if p.get("hardmax"):
+                m = self.node("ReduceMax", [S_], axes=[-1], keepdims=1)
+                ind = self.node("Cast", [self.node("Equal", [S_, m])], to=self.T)
+                P = self.node("Div", [ind, self.node("ReduceSum", [ind, self.ints([-1])], keepdims=1)])
+            else:
+                P = self.node("Softmax", [self.node("Mul", [S_, self.const(scale, "scale")])], axis=-1)
+            heads.append(self.node("MatMul", [P, V]))
+        O = heads[0] if h == 1 else self.node("Concat", heads, axis=-1)
+        Wo = p["Wo"]
+        WoT = [[Wo[r][c] for r in range(len(Wo))] for c in range(h * dv)]
+        Y = self.node("Add", [self.node("MatMul", [O, self.const(WoT, "Wo")]), self.const(list(p["bo"]), "bo")])
+        if layout == "sequence_major":
+            Y = self.node("Transpose", [Y], perm=[1, 0, 2])
+        return self.node("Reshape", [Y, self.ints([rows, len(Wo)])])
 
     def _gelu_tail(self, t, x) -> str:
         """``(1 + t) * x * 1/2``: the tail PyTorch writes for both GELU forms."""
@@ -156,7 +230,7 @@ class _Writer:
             last = self.nodes[-1]  # every node ends in an ONNX node: its output takes the node's name
             last.output[0] = last.name = self.names[nd.name] = nd.name
         inp = self.helper.make_tensor_value_info(g.input_name, T, [g.tokens, g.in_width])
-        out = self.helper.make_tensor_value_info(g.output, T, [g.tokens, g.out_width])
+        out = self.helper.make_tensor_value_info(g.output, T, [g.out_tokens, g.out_width])
         graph = self.helper.make_graph(self.nodes, "symbounds-graph", [inp], [out], initializer=self.inits)
         proto = self.helper.make_model(graph, opset_imports=[self.helper.make_opsetid("", OPSET)],
                                        producer_name="symbounds")
