@@ -52,8 +52,9 @@ def add_bound_arguments(b) -> None:
                    help="adaptive: stop refining after this many seconds (the bound so far is reported)")
     b.add_argument("--prec", type=int, default=128, help="precision in bits (default 128)")
     b.add_argument("--linear", choices=("auto", "on", "off"), default="auto",
-                   help="meet each sub-box's Taylor-model enclosure with backward linear bounds (ReLU "
-                        "relaxations, CROWN family, rounded outward): auto (the default) for small networks")
+                   help="meet each sub-box's Taylor-model enclosure with backward linear bounds (CROWN family, "
+                        "rounded outward; for a layer graph also its activations, LayerNorm and RMSNorm): auto "
+                        "(the default) for small networks")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no progress output")
 
