@@ -39,7 +39,8 @@ from . import activations as act
 from . import graph_tokens as gt
 from .contexts import BallContext, Context, ExactUnsupported
 
-__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after", "width_after"]
+__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after", "width_after",
+           "node_tensor", "node_row"]
 
 #: entry-by-entry functions without parameters
 UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus": act.softplus, "exp": act.exp,
@@ -179,6 +180,17 @@ def width_after(nd: Node, widths: dict) -> int:
     if nd.op == "concat":
         return sum(widths[i] for i in nd.inputs)
     return widths[nd.inputs[0]]
+
+
+def node_tensor(ctx: Context, nd: Node, p: dict, args: list) -> list:
+    """Node ``nd``'s output rows from its inputs' rows (``p``: its parameters in ``ctx``,
+    :meth:`Graph.numeric`): one node of :meth:`Graph.forward`, for evaluators that keep every tensor."""
+    return _tensor(ctx, nd, p, args)
+
+
+def node_row(ctx: Context, nd: Node, p: dict, args: list) -> list:
+    """One output row of the row-wise node ``nd`` from one row of each input."""
+    return _row(ctx, nd, p, args)
 
 
 def _tensor(ctx: Context, nd: Node, p: dict, args: list) -> list:

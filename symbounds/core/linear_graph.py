@@ -278,7 +278,7 @@ def _ops(graph) -> list:
     ops = []
     for nd in graph.nodes:
         win = graph.widths[nd.inputs[0]]
-        row = lambda ctx, rows, nd=nd: gr._row(ctx, nd, graph.numeric(ctx)[nd.name], rows)
+        row = lambda ctx, rows, nd=nd: gr.node_row(ctx, nd, graph.numeric(ctx)[nd.name], rows)
         p = nd.params
         if nd.op == "affine":
             ops.append(_affine_op(nd.name, nd.inputs[0], p["W"], p["b"], row))
@@ -303,7 +303,7 @@ def _ops(graph) -> list:
             ops.extend(_norm_ops(nd, nd.inputs[0], win))
         else:  # the operations that mix rows or take columns
             kind = {"slice": "slice", "concat": "concat", "select_tokens": "select", "mean_tokens": "mean"}.get(nd.op, "cut")
-            whole = lambda ctx, args, nd=nd: gr._tensor(ctx, nd, graph.numeric(ctx)[nd.name], args)
+            whole = lambda ctx, args, nd=nd: gr.node_tensor(ctx, nd, graph.numeric(ctx)[nd.name], args)
             ops.append(_Op(nd.name, kind, nd.inputs, graph.widths[nd.name], whole, node=nd, tensor=True))
     return ops
 
