@@ -13,7 +13,12 @@ enclosure over each box and ``eps``) is rebuilt by hand as a float64 torch modul
     ffn:        X <- eta X + relu(X W1^T + b1) W2^T + b2
     T = X[column, row]
 
-(the heads of a layer stacked into one projection, zero-padded to a common width).  For every
+(the heads of a layer stacked into one projection, zero-padded to a common width).  A layer graph
+(``symbounds-graph/1``, from ``bench_graph_side.py``) is rebuilt node by node (:func:`build_graph_net`):
+``affine`` as ``nn.Linear``, ``layer_norm`` as ``nn.LayerNorm``, ``gelu`` as auto_LiRPA's own GELU
+module (``F.gelu``, the erf form), ``tanh``/``sigmoid`` as torch's, ``add``, ``select_tokens`` as an
+index, ``attention`` as ``nn.MultiheadAttention`` computes it (the in-projections with biases, the
+heads split, ``softmax(scale Q K^T) V``, the out-projection).  For every
 method, the boxes of the model are bounded in one batched call (``--chunk MODEL=N``: N boxes per
 call, where all of them at once do not fit in memory), and ``--single`` of them one box per call;
 each (model, method) runs in its own process under a time and memory limit, so a failure is
@@ -123,6 +128,83 @@ def build_net(mj):
     return Net().double().eval()
 
 
+def build_graph_net(gj):
+    """The layer graph ``gj`` as a float64 torch module: input ``(B, tokens * width)`` row by row,
+    output ``(B, 1)`` (the graph's one output)."""
+    import torch
+    from torch import nn
+
+    from auto_LiRPA.operators.gelu import GELU
+
+    dt = torch.float64
+    T = lambda rows: torch.tensor([[num(v) for v in r] for r in rows], dtype=dt)
+    V = lambda v: torch.tensor([num(x) for x in v], dtype=dt)
+
+    def linear(W, b):
+        m = nn.Linear(len(W[0]), len(W), bias=True)
+        m.weight.data, m.bias.data = T(W), (V(b) if b is not None else torch.zeros(len(W), dtype=dt))
+        return m
+
+    class Attention(nn.Module):
+        def __init__(self, nd):
+            super().__init__()
+            sc = nd["scale"]
+            self.scale = 1 / math.sqrt(sc["inv_sqrt"]) if isinstance(sc, dict) else num(sc)
+            if nd.get("mask") is not None or nd.get("hardmax") or nd.get("sequence_length") not in (None,):
+                raise ValueError("only unmasked softmax attention over all tokens is rebuilt here")
+            self.h = int(nd["heads"])
+            z = lambda k: nd.get(k) or ["0"] * len(nd["W" + k[1]])
+            self.q, self.k = linear(nd["Wq"], z("bq")), linear(nd["Wk"], z("bk"))
+            self.v, self.o = linear(nd["Wv"], z("bv")), linear(nd["Wo"], z("bo"))
+
+        def forward(self, x):  # (B, n, E)
+            B, n, _ = x.shape
+            split = lambda y: y.reshape(B, n, self.h, -1).transpose(1, 2)  # (B, h, n, dk)
+            q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+            w = torch.softmax(q.matmul(k.transpose(2, 3)) * self.scale, dim=-1)
+            return self.o(w.matmul(v).transpose(1, 2).reshape(B, n, -1))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n, self.w = int(gj["input"]["tokens"]), int(gj["input"]["width"])
+            self.inp, self.out = gj["input"]["name"], gj["output"]
+            self.mods = nn.ModuleDict()
+            self.plan = []
+            for nd in gj["nodes"]:
+                op, name = nd["op"], nd["name"]
+                if op == "affine":
+                    self.mods[name] = linear(nd["W"], nd.get("b"))
+                elif op == "layer_norm":
+                    m = nn.LayerNorm(len(nd["weight"]), eps=num(nd["eps"]))
+                    m.weight.data, m.bias.data = V(nd["weight"]), V(nd["bias"])
+                    self.mods[name] = m
+                elif op in ("gelu", "tanh", "sigmoid", "relu"):
+                    if op == "gelu" and "divisor" in nd:
+                        raise ValueError("gelu with a divisor other than sqrt(2) is not rebuilt here")
+                    self.mods[name] = {"gelu": GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "relu": nn.ReLU}[op]()
+                elif op == "attention":
+                    self.mods[name] = Attention(nd)
+                elif op not in ("add", "select_tokens"):
+                    raise ValueError(f"graph op {op!r} is not rebuilt here")
+                self.plan.append((name, op, nd["inputs"], nd.get("indices")))
+
+        def forward(self, x):
+            vals = {self.inp: x.reshape(-1, self.n, self.w)}
+            for name, op, ins, idx in self.plan:
+                a = [vals[i] for i in ins]
+                if op == "add":
+                    vals[name] = a[0] + a[1]
+                elif op == "select_tokens":
+                    vals[name] = a[0][:, idx, :]
+                else:
+                    vals[name] = self.mods[name](a[0])
+            y = vals[self.out]
+            return y.reshape(y.shape[0], -1)[:, 0:1]
+
+    return Net().double().eval()
+
+
 def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=None):
     """One (model, method) in this process: batched calls over all boxes (``chunk`` boxes per
     call, 0: all), then ``single_n`` boxes one per call.  Prints a JSON object."""
@@ -135,7 +217,7 @@ def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=No
     side = load(side_path)
     m = next(mm for mm in side["models"] if mm["name"] == name)
     mj = load(m["path"])
-    net = build_net(mj)
+    net = build_graph_net(mj) if mj.get("format") == "symbounds-graph/1" else build_net(mj)
     boxes = m["boxes"]
     lo = torch.tensor([b["lo_float"] for b in boxes], dtype=torch.float64)
     hi = torch.tensor([b["hi_float"] for b in boxes], dtype=torch.float64)
@@ -258,12 +340,11 @@ def main(argv=None):
     results, table = [], []
     for m in side["models"]:
         eps = F(m["eps"]) if m.get("eps") else None
-        for tool in ("float", "arb"):
-            per = [b[tool] for b in m["boxes"]]
-            t = m["times"]
-            times = ({"single": t["float_single"], "batched": t["float_batched"]} if tool == "float"
-                     else {"single": t["arb_single"], "batched": None})
-            table += summarise(m, "symbounds " + ("float pass" if tool == "float" else "Arb Taylor"), per, times)
+        t = m["times"]
+        for key, label in side_tools(m).items():
+            times = {"single": t.get(f"{key}_single", t.get("arb_single") if key == "arb" else None),
+                     "batched": t.get(f"{key}_batched")}
+            table += summarise(m, label, [b[key] for b in m["boxes"]], times)
         for method in a.methods.split(","):
             cmd = [sys.executable, os.path.abspath(__file__), "--side", a.side, "--out", "-", "--single",
                    str(a.single), "--iterations", str(a.iterations), "--one", m["name"], method]
@@ -307,6 +388,12 @@ def main(argv=None):
     return 0
 
 
+def side_tools(m) -> dict:
+    """symbounds' enclosures of a side file's model: ``{key in each box: table label}``; the first
+    is the baseline of the ratios."""
+    return m.get("tools") or {"float": "symbounds float pass", "arb": "symbounds Arb Taylor"}
+
+
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
@@ -324,12 +411,15 @@ def agreement(side, results) -> dict:
 
 def markdown(table, side, meta):
     """One table per model: a row per tool, a column per box width ("median enclosure width
-    (valid / boxes)", then the median ratio to symbounds' float pass on boxes valid for both)."""
+    (valid / boxes)", then the median ratio to the side's first tool -- symbounds' float pass, or
+    the adaptive bound of a layer graph -- on boxes valid for both)."""
     widths = side["widths"]
     lines = [f"torch {meta['torch']}, auto_LiRPA {meta['auto_LiRPA']}, Python {meta['python']}", ""]
     for m in side["models"]:
         rows = [r for r in table if r["model"] == m["name"]]
         pou = bool(m.get("eps"))
+        base = next(iter(side_tools(m).values()))
+        short = base.replace("symbounds ", "")
         head = (f"**{m['name']}** (d = {m['d']}, {m['tokens']} tokens of width {m['width_D']}; layers "
                 f"{', '.join(m['layers'])}{'; eps = ' + m['eps'] if pou else ''}; {len(m['boxes']) // len(widths)} "
                 "boxes per width; the torch module's float64 output at the centres is within "
@@ -337,7 +427,7 @@ def markdown(table, side, meta):
         lines += [head, "",
                   "| tool | " + " | ".join(f"width {w:g}" for w in widths)
                   + (" | proves abs(T - g) <= eps (per width)" if pou else "")
-                  + " | boxes narrower than the float pass (smallest ratio) | s / box, one per call | s / box, batched |",
+                  + f" | boxes narrower than the {short} (smallest ratio) | s / box, one per call | s / box, batched |",
                   "|---|" + "---|" * len(widths) + ("---|" if pou else "") + "---|---|---|"]
         tools = list(dict.fromkeys(r["tool"] for r in rows))
         for tool in tools:
@@ -351,7 +441,7 @@ def markdown(table, side, meta):
             for w in widths:
                 r = by[w]
                 c = f"{fmt(r['median_width'], '.2e')} ({r['valid']}/{r['boxes']})"
-                if r.get("ratio") is not None and not tool.endswith("float pass"):
+                if r.get("ratio") is not None and tool != base:
                     c += f", x{r['ratio']:.3g}"
                 if r["valid"] < r["boxes"]:
                     c += f" [non-finite {r['boxes'] - r['finite']}, lo > hi {r['finite'] - r['ordered']}, " \
@@ -359,7 +449,7 @@ def markdown(table, side, meta):
                 cells.append(c)
             pr = (" | " + " / ".join(str(by[w]["proves"]) for w in widths)) if pou else ""
             b = rs[0]["batched"]
-            if tool.endswith("float pass"):
+            if tool == base:
                 nar = "-"
             else:
                 mins = [r["min_ratio"] for r in rs if r.get("min_ratio") is not None]
@@ -371,11 +461,14 @@ def markdown(table, side, meta):
 
 
 def add_ratios(table, side, results):
-    """``ratio``: the median over boxes valid for both of (tool's width / symbounds float width)."""
-    per = {}
+    """``ratio``: the median over boxes valid for both of (tool's width / the baseline's width: the
+    side's first tool)."""
+    per, first = {}, {}
     for m in side["models"]:
-        per[(m["name"], "symbounds float pass")] = [b["float"] for b in m["boxes"]]
-        per[(m["name"], "symbounds Arb Taylor")] = [b["arb"] for b in m["boxes"]]
+        for i, (key, label) in enumerate(side_tools(m).items()):
+            per[(m["name"], label)] = [b[key] for b in m["boxes"]]
+            if i == 0:
+                first[m["name"]] = label
     for r in results:
         if "per_box" in r:
             per[(r["name"], "auto_LiRPA " + r["method"])] = r["per_box"]
@@ -384,12 +477,12 @@ def add_ratios(table, side, results):
         if "error" in row:
             continue
         m = next(mm for mm in side["models"] if mm["name"] == row["model"])
-        base, mine = per[(row["model"], "symbounds float pass")], per[(row["model"], row["tool"])]
+        base, mine = per[(row["model"], first[row["model"]])], per[(row["model"], row["tool"])]
         rs = sorted((y["hi"] - y["lo"]) / (x["hi"] - x["lo"]) for b, x, y in zip(m["boxes"], base, mine)
                     if b["width"] == row["width"] and ok(x) and ok(y) and x["hi"] > x["lo"])
         row["ratio"] = rs[len(rs) // 2] if rs else None
         row["min_ratio"] = rs[0] if rs else None
-        row["narrower"] = sum(v < 1 - 1e-6 for v in rs)  # narrower than the float pass by more than 1e-6
+        row["narrower"] = sum(v < 1 - 1e-6 for v in rs)  # narrower than the baseline by more than 1e-6
 
 
 if __name__ == "__main__":
