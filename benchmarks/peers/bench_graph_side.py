@@ -18,7 +18,7 @@ graphs), at 128 bits.  For each box:
   4000 sub-boxes) and the time cap: the enclosure ``symbounds bound`` prints, with its sub-box
   count, what stopped it, and the sampled range (values the network certainly reaches, so the true
   range lies between it and every valid enclosure);
-* ``bound_tight`` (with ``--tight TOL``): the same with tolerance ``TOL``;
+* ``bound_tol_P_Q`` (with ``--tight P/Q``, repeatable): the same with tolerance ``P/Q``;
 * ``centre``: an Arb ball of the output at the exact box centre at 300 bits.
 
 Times are CPU seconds of this process (``time.process_time``).
@@ -42,6 +42,10 @@ def ends(e):
     return (None, None) if e is None else (down(e.lo[0]), up(e.hi[0]))
 
 
+def tol_key(tol: str) -> str:
+    return "bound_tol_" + tol.replace("/", "_")
+
+
 def run_bound(g, b, cap, tol=None):
     t = time.process_time()
     r = bound(g, list(b.lo), list(b.hi), timeout=cap, tol=tol)
@@ -50,7 +54,8 @@ def run_bound(g, b, cap, tol=None):
     slo, shi = one(r.sampled_lower), one(r.sampled_upper)
     return {"lo": down(one(r.lower)), "hi": up(one(r.upper)), "boxes": r.boxes, "evaluated": r.evaluated,
             "stopped": r.stopped, "seconds": t,
-            "sampled": [None if slo is None else float(slo), None if shi is None else float(shi)]}
+            "sampled": [None if slo is None else float(slo), None if shi is None else float(shi)],
+            "sampled_exact": [None if slo is None else s(slo), None if shi is None else s(shi)]}
 
 
 def run_model(name, path, cap, per_width, widths, tight):
@@ -70,7 +75,7 @@ def run_model(name, path, cap, per_width, widths, tight):
     t = time.process_time()
     ev.enclose([b for _, b in boxes])
     t_batch = (time.process_time() - t) / len(boxes)
-    rows, t_bound, t_tight = [], 0.0, 0.0
+    rows, t_bound, t_tight = [], 0.0, {}
     ball300 = BallContext(300)
     for i, (w, b) in enumerate(boxes):
         c_lo, c_hi = ball300.to_fraction_bounds(outputs_at(g, b.centre, 300)[0])
@@ -83,18 +88,18 @@ def run_model(name, path, cap, per_width, widths, tight):
                "taylor": {"lo": a_lo, "hi": a_hi, "method": None if single[i] is None else single[i].method,
                           **valid(a_lo, a_hi, c_lo, c_hi)},
                "bound": {**bd, **valid(bd["lo"], bd["hi"], c_lo, c_hi)}}
-        if tight is not None:
-            bt = run_bound(g, b, cap, tight)
-            t_tight += bt["seconds"]
-            row["bound_tight"] = {**bt, **valid(bt["lo"], bt["hi"], c_lo, c_hi)}
+        for tol in tight:
+            bt = run_bound(g, b, cap, tol)
+            t_tight[tol] = t_tight.get(tol, 0.0) + bt["seconds"]
+            row[tol_key(tol)] = {**bt, **valid(bt["lo"], bt["hi"], c_lo, c_hi)}
         rows.append(row)
         print(f"{name} box {i} (width {w:g}): bound [{bd['lo']:.6g}, {bd['hi']:.6g}], {bd['boxes']} boxes, "
               f"{bd['seconds']:.2f} s, stopped {bd['stopped']}", file=sys.stderr, flush=True)
     times = {"taylor_single": t_single, "taylor_batched": t_batch, "bound_single": t_bound / len(boxes)}
     tools = {"bound": "symbounds bound (adaptive, tol 1/10)", "taylor": "symbounds Arb Taylor, one box"}
-    if tight is not None:
-        times["bound_tight_single"] = t_tight / len(boxes)
-        tools["bound_tight"] = f"symbounds bound (adaptive, tol {tight})"
+    for tol in tight:
+        times[tol_key(tol) + "_single"] = t_tight[tol] / len(boxes)
+        tools[tol_key(tol)] = f"symbounds bound (adaptive, tol {tol})"
     print(f"{name}: {len(boxes)} boxes, d={d}, Taylor {t_single:.5f} s/box single, {t_batch:.5f} batched, "
           f"bound {times['bound_single']:.3f} s/box", file=sys.stderr, flush=True)
     return {"name": name, "path": path, "format": gj["format"], "eps": None, "d": d, "tokens": g.tokens,
@@ -107,7 +112,8 @@ def main(argv=None):
     ap.add_argument("--model", action="append", required=True, help="NAME=PATH[:SECONDS]")
     ap.add_argument("--per-width", type=int, default=10)
     ap.add_argument("--widths", default=None, help="box sides, comma-separated fractions (default 1/10,...,1/10000)")
-    ap.add_argument("--tight", default=None, help="also run the adaptive bound with this tolerance")
+    ap.add_argument("--tight", action="append", default=[], help="also run the adaptive bound with this "
+                    "tolerance (repeatable)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     widths = WIDTHS if a.widths is None else tuple(F(w) for w in a.widths.split(","))

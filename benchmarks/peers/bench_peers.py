@@ -205,6 +205,15 @@ def build_graph_net(gj):
     return Net().double().eval()
 
 
+def failure(e: BaseException) -> str:
+    """The exception's type, message and the peer's line that raised it (an assertion has no message)."""
+    import traceback
+
+    tb = traceback.extract_tb(e.__traceback__)
+    at = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno} ({tb[-1].line})" if tb else ""
+    return f"{type(e).__name__}: {e}"[:160] + at
+
+
 def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=None):
     """One (model, method) in this process: batched calls over all boxes (``chunk`` boxes per
     call, 0: all), then ``single_n`` boxes one per call.  Prints a JSON object."""
@@ -243,20 +252,36 @@ def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=No
     out = {"name": name, "method": method, "build": t_build, "forward_centre": fwd}
     t = time.process_time()
     step = chunk or len(boxes)
-    l, u = [], []
+    l, u, errors = [], [], {}
     for s in range(0, len(boxes), step):
-        a, b = bounds(lo[s:s + step], hi[s:s + step])
+        try:
+            a, b = bounds(lo[s:s + step], hi[s:s + step])
+        except Exception as e:  # noqa: BLE001 -- the peer's own failure, kept per box below
+            if step == 1:
+                raise
+            # a failure of the batch: the boxes one by one, so the ones that fail are named
+            a, b = [], []
+            for i in range(s, min(s + step, len(boxes))):
+                try:
+                    x, y = bounds(lo[i:i + 1], hi[i:i + 1])
+                except Exception as e1:  # noqa: BLE001
+                    errors[i] = failure(e1)
+                    x, y = [None], [None]
+                a += x
+                b += y
+            out["batch_error"] = failure(e)
         l += a
         u += b
-    out["batched"] = (time.process_time() - t) / len(boxes)
+    out["batched"] = None if "batch_error" in out else (time.process_time() - t) / len(boxes)
     out["chunk"] = step
     out["lo"], out["hi"] = l, u
-    # one box per call: an even sample over the widths
-    idx = list(range(0, len(boxes), max(1, len(boxes) // single_n)))[:single_n]
+    out["box_errors"] = errors
+    # one box per call: an even sample over the widths (of the boxes the peer bounds)
+    idx = [i for i in range(0, len(boxes), max(1, len(boxes) // single_n)) if i not in errors][:single_n]
     t = time.process_time()
     for i in idx:
         bounds(lo[i:i + 1], hi[i:i + 1])
-    out["single"] = (time.process_time() - t) / len(idx)
+    out["single"] = (time.process_time() - t) / len(idx) if idx else None
     out["single_boxes"] = len(idx)
     print(json.dumps(out))
 
@@ -299,6 +324,7 @@ def summarise(m, tool, per_box, times):
                "finite": sum(r["finite"] for _, r in sel),
                "ordered": sum(r["ordered"] for _, r in sel),
                "contains": sum(r["contains_centre"] for _, r in sel), "valid": len(ok),
+               "failed": sum(bool(r.get("failed")) for _, r in sel),
                "median_width": widths[len(widths) // 2] if widths else None, **times}
         if m.get("eps"):
             row["proves"] = sum(bool(r.get("proves")) for _, r in sel)
@@ -327,7 +353,7 @@ def main(argv=None):
         side, res = load(a.side), load(a.render)
         add_ratios(res["table"], side, res["results"])
         res["meta"]["agreement"] = agreement(side, res["results"])
-        print(markdown(res["table"], side, res["meta"]))
+        print(markdown(res["table"], side, res["meta"]) + "\n" + versus(side, res["results"]))
         return 0
     if a.one:
         chunks = dict(c.split("=") for c in a.chunk)
@@ -367,20 +393,26 @@ def main(argv=None):
                 continue
             per = []
             for b, l, u in zip(m["boxes"], res["lo"], res["hi"]):
-                r = {"lo": l, "hi": u, **validity(l, u, b["centre"])}
+                r = {"lo": l, "hi": u, "failed": l is None, **validity(l, u, b["centre"])}
                 if eps is not None:
                     e = err_bound(l, u, b["g"])
                     r["proves"] = e is not None and r["contains_centre"] and e <= eps
                 per.append(r)
             res["per_box"] = per
             results.append(res)
-            table += summarise(m, "auto_LiRPA " + method, per, {"single": res["single"], "batched": res["batched"]})
+            notes = {"single": res["single"], "batched": res["batched"]}
+            if res.get("batch_error"):
+                errs = res.get("box_errors") or {}
+                notes["note"] = (f"the batched call failed (`{res['batch_error']}`), so the boxes were bounded one "
+                                 f"by one: {len(errs)} of {len(per)} failed"
+                                 + (f" (`{next(iter(errs.values()))}`)" if errs else ""))
+            table += summarise(m, "auto_LiRPA " + method, per, notes)
     add_ratios(table, side, results)
     meta = {"torch": torch.__version__, "auto_LiRPA": auto_LiRPA.__version__, "python": sys.version.split()[0],
             "agreement": agreement(side, results)}
     with open(a.out, "w") as f:
         json.dump({"meta": meta, "results": results, "table": table}, f)
-    md = markdown(table, side, meta)
+    md = markdown(table, side, meta) + "\n" + versus(side, results)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(md)
@@ -444,7 +476,9 @@ def markdown(table, side, meta):
                 if r.get("ratio") is not None and tool != base:
                     c += f", x{r['ratio']:.3g}"
                 if r["valid"] < r["boxes"]:
-                    c += f" [non-finite {r['boxes'] - r['finite']}, lo > hi {r['finite'] - r['ordered']}, " \
+                    nf = r["boxes"] - r["finite"] - r.get("failed", 0)
+                    c += (f" [failed {r['failed']}, " if r.get("failed") else " [") + \
+                         f"non-finite {nf}, lo > hi {r['finite'] - r['ordered']}, " \
                          f"centre outside {r['ordered'] - r['contains']}]"
                 cells.append(c)
             pr = (" | " + " / ".join(str(by[w]["proves"]) for w in widths)) if pou else ""
@@ -456,6 +490,65 @@ def markdown(table, side, meta):
                 nar = f"{sum(r.get('narrower', 0) for r in rs)}" + (f" (x{min(mins):.3g})" if mins else "")
             lines.append(f"| {tool} | " + " | ".join(cells) + pr
                          + f" | {nar} | {fmt(rs[0]['single'], '.2e')} | {fmt(b, '.2e')} |")
+        for tool in tools:
+            note = next((r.get("note") for r in rows if r["tool"] == tool and r.get("note")), None)
+            if note:
+                lines += ["", f"{tool}: {note}."]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def versus(side, results) -> str:
+    """For the layer-graph models: each symbounds enclosure's width divided by CROWN's and
+    alpha-CROWN's on the same box (median / max over the boxes valid for both, and how many boxes
+    the peer is narrower on by more than 10^-6 relative), and the sampled spread (values the network
+    certainly reaches, so every valid enclosure is at least this wide) divided by each."""
+    ok = lambda v: v is not None and v["finite"] and v["ordered"] and v["contains_centre"]
+    lines = []
+    for m in side["models"]:
+        if "tools" not in m:
+            continue
+        widths = side["widths"]
+        lines += [f"**{m['name']}**: symbounds' width / the peer's, median / max / boxes the peer is narrower on",
+                  "", "| | " + " | ".join(f"width {w:g}" for w in widths) + " |", "|---|" + "---|" * len(widths)]
+        peers = {r["method"]: r.get("per_box") for r in results if r["name"] == m["name"] and r.get("per_box")}
+        for key, label in side_tools(m).items():
+            for method in ("CROWN", "alpha-CROWN"):
+                if method not in peers:
+                    continue
+                cells = []
+                for w in widths:
+                    rs = sorted((b[key]["hi"] - b[key]["lo"]) / (p["hi"] - p["lo"])
+                                for b, p in zip(m["boxes"], peers[method])
+                                if b["width"] == w and ok(b[key]) and ok(p) and p["hi"] > p["lo"])
+                    cells.append(f"{rs[len(rs) // 2]:.4g} / {rs[-1]:.4g} / {sum(v > 1 + 1e-6 for v in rs)}"
+                                 if rs else "-")
+                lines.append(f"| {label.replace('symbounds ', '')} ÷ {method} | " + " | ".join(cells) + " |")
+        for method in ("bound",) + tuple(k for k in ("CROWN", "alpha-CROWN") if k in peers):
+            cells = []
+            for w in widths:
+                rs = []
+                for i, b in enumerate(m["boxes"]):
+                    e = b["bound"] if method == "bound" else peers[method][i]
+                    sl, sh = b["bound"]["sampled"]
+                    if b["width"] == w and ok(e) and sl is not None and e["hi"] > e["lo"]:
+                        rs.append((sh - sl) / (e["hi"] - e["lo"]))
+                rs.sort()
+                cells.append(f"{rs[len(rs) // 2]:.4g} (min {rs[0]:.4g})" if rs else "-")
+            name = "bound (adaptive, tol 1/10)" if method == "bound" else method
+            lines.append(f"| sampled spread ÷ {name} | " + " | ".join(cells) + " |")
+        # the sampled ends are values the network reaches (rigorous, at points): an enclosure that
+        # leaves one out is not an enclosure (floats compared with a margin of 4 ulps of the end)
+        for method in peers:
+            miss = []
+            for w in widths:
+                n = 0
+                for b, p in zip(m["boxes"], peers[method]):
+                    sl, sh = b["bound"]["sampled"]
+                    if b["width"] == w and p["finite"] and sl is not None:
+                        n += p["lo"] > sl + 4 * math.ulp(sl) or p["hi"] < sh - 4 * math.ulp(sh)
+                miss.append(str(n))
+            lines.append(f"| {method}: boxes whose enclosure misses a sampled value | " + " | ".join(miss) + " |")
         lines.append("")
     return "\n".join(lines)
 
