@@ -346,11 +346,15 @@ def main(argv=None):
                     help="boxes per batched call for MODEL (default: all of them in one call)")
     ap.add_argument("--crown-batch", type=int, help="auto_LiRPA's crown_batch_size: intermediate bounds "
                     "back-substituted this many neurons at a time (less memory, more time)")
-    ap.add_argument("--render", metavar="PEERS.json", help="print the tables of an earlier run's --out file")
+    ap.add_argument("--render", metavar="PEERS.json", nargs="+", help="print the tables of earlier runs' --out "
+                    "files (a later file's (model, method) results replace an earlier one's)")
     ap.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.render:
-        side, res = load(a.side), load(a.render)
+        side, res = load(a.side), merged([load(p) for p in a.render])
+        # symbounds' rows from this side file (a later side run on the same boxes), the peers' from the runs
+        res["table"] = [r for m in side["models"] for r in side_rows(m)] + \
+            [r for r in res["table"] if not r["tool"].startswith("symbounds ")]
         add_ratios(res["table"], side, res["results"])
         res["meta"]["agreement"] = agreement(side, res["results"])
         print(markdown(res["table"], side, res["meta"]) + "\n" + versus(side, res["results"]))
@@ -366,11 +370,7 @@ def main(argv=None):
     results, table = [], []
     for m in side["models"]:
         eps = F(m["eps"]) if m.get("eps") else None
-        t = m["times"]
-        for key, label in side_tools(m).items():
-            times = {"single": t.get(f"{key}_single", t.get("arb_single") if key == "arb" else None),
-                     "batched": t.get(f"{key}_batched")}
-            table += summarise(m, label, [b[key] for b in m["boxes"]], times)
+        table += side_rows(m)
         for method in a.methods.split(","):
             cmd = [sys.executable, os.path.abspath(__file__), "--side", a.side, "--out", "-", "--single",
                    str(a.single), "--iterations", str(a.iterations), "--one", m["name"], method]
@@ -418,6 +418,33 @@ def main(argv=None):
             f.write(md)
     print(md)
     return 0
+
+
+def side_rows(m) -> list:
+    """The table rows of symbounds' enclosures of one model of the side file."""
+    rows, t = [], m["times"]
+    for key, label in side_tools(m).items():
+        times = {"single": t.get(f"{key}_single", t.get("arb_single") if key == "arb" else None),
+                 "batched": t.get(f"{key}_batched")}
+        rows += summarise(m, label, [b[key] for b in m["boxes"]], times)
+    return rows
+
+
+def merged(runs: list) -> dict:
+    """One results file from several runs on one side file: each (model, method) from the last run
+    that has it (its table rows with it); the symbounds rows and the meta from the first."""
+    out = {"meta": runs[0]["meta"], "results": list(runs[0]["results"]), "table": list(runs[0]["table"])}
+    for run in runs[1:]:
+        for r in run["results"]:
+            key = (r["name"], r["method"])
+            tool = "auto_LiRPA " + r["method"]
+            out["results"] = [x for x in out["results"] if (x["name"], x["method"]) != key] + [r]
+            rows = [t for t in run["table"] if t["model"] == r["name"] and t["tool"] == tool]
+            at = [i for i, t in enumerate(out["table"]) if t["model"] == r["name"] and t["tool"] == tool]
+            keep = [t for t in out["table"] if not (t["model"] == r["name"] and t["tool"] == tool)]
+            i = at[0] if at else len(keep)
+            out["table"] = keep[:i] + rows + keep[i:]
+    return out
 
 
 def side_tools(m) -> dict:
@@ -498,6 +525,11 @@ def markdown(table, side, meta):
     return "\n".join(lines)
 
 
+def near1(v: float) -> str:
+    """A ratio; one within 10^-3 of 1 as ``1 + d`` so its size shows."""
+    return f"1{v - 1:+.1e}" if abs(v - 1) < 1e-3 else f"{v:.4g}"
+
+
 def versus(side, results) -> str:
     """For the layer-graph models: each symbounds enclosure's width divided by CROWN's and
     alpha-CROWN's on the same box (median / max over the boxes valid for both, and how many boxes
@@ -521,7 +553,7 @@ def versus(side, results) -> str:
                     rs = sorted((b[key]["hi"] - b[key]["lo"]) / (p["hi"] - p["lo"])
                                 for b, p in zip(m["boxes"], peers[method])
                                 if b["width"] == w and ok(b[key]) and ok(p) and p["hi"] > p["lo"])
-                    cells.append(f"{rs[len(rs) // 2]:.4g} / {rs[-1]:.4g} / {sum(v > 1 + 1e-6 for v in rs)}"
+                    cells.append(f"{near1(rs[len(rs) // 2])} / {near1(rs[-1])} / {sum(v > 1 + 1e-6 for v in rs)}"
                                  if rs else "-")
                 lines.append(f"| {label.replace('symbounds ', '')} ÷ {method} | " + " | ".join(cells) + " |")
         for method in ("bound",) + tuple(k for k in ("CROWN", "alpha-CROWN") if k in peers):

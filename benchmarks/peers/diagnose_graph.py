@@ -1,6 +1,7 @@
 """Where a layer graph's Taylor-model enclosure grows: node by node over one box.
 
     python benchmarks/peers/diagnose_graph.py encoder.json --width 1/10 [--centre 1/2] [--points 400]
+    python benchmarks/peers/diagnose_graph.py encoder.json --box encoder_side.json:encoder:0
 
 Run with symbounds' environment.  Over the box of side ``width`` around the centre (every input
 coordinate), one Arb first-order Taylor model of every tensor (``c + <g, delta> + [-r, r]``, as
@@ -41,12 +42,18 @@ def main(argv=None):
     ap.add_argument("--width", default="1/10")
     ap.add_argument("--centre", default="1/2")
     ap.add_argument("--points", type=int, default=400)
+    ap.add_argument("--box", metavar="SIDE.json:MODEL:INDEX", help="that box of a side file instead")
     a = ap.parse_args(argv)
     with open(a.graph) as f:
         g = network_from_json(json.load(f))
     w, c = F(a.width), F(a.centre)
     d = g.input_count
     box = Box(tuple(c - w / 2 for _ in range(d)), tuple(c + w / 2 for _ in range(d)))
+    if a.box:
+        path, model, index = a.box.rsplit(":", 2)
+        with open(path) as f:
+            b = next(m for m in json.load(f)["models"] if m["name"] == model)["boxes"][int(index)]
+        box = Box(tuple(F(v) for v in b["lo"]), tuple(F(v) for v in b["hi"]))
     tm = TaylorContext(128, box.centre, box.half)
     with tm.scope():
         vals = node_values(g, tm, tm.inputs())
@@ -65,7 +72,8 @@ def main(argv=None):
             flat = [float(v) for row in vs[nd.name] for v in row]
             lo[nd.name] = flat if lo[nd.name] is None else [min(p, q) for p, q in zip(lo[nd.name], flat)]
             hi[nd.name] = flat if hi[nd.name] is None else [max(p, q) for p, q in zip(hi[nd.name], flat)]
-    print(f"{a.graph}: box of side {w} around {c} in {d} inputs; the widest entry of each node")
+    where = f"box {a.box}" if a.box else f"the box of side {w} around {c}"
+    print(f"{a.graph}: {where} ({d} inputs); the widest entry of each node")
     print("| node | op | range width | of it remainder | sampled spread | range / spread |")
     print("|---|---|---|---|---|---|")
     for nd in g.nodes:

@@ -5,8 +5,8 @@
 
 Run with symbounds' environment (it reads the peer's results file as JSON, nothing of the peer
 is imported).  For each chosen box of the side file and each time cap (wall seconds, as
-``symbounds bound --timeout``), ``bound`` with its defaults otherwise (adaptive, tolerance 1/10)
-but at most ``--max-boxes`` sub-boxes (default 65536): the enclosure's width, the sub-boxes, CPU
+``symbounds bound --timeout``), ``bound`` with its defaults otherwise (adaptive, tolerance 1/10 or
+``--tol``) but at most ``--max-boxes`` sub-boxes (default 65536): the enclosure's width, the sub-boxes, CPU
 seconds, what stopped it, and the width divided by CROWN's and by the sampled spread.
 """
 
@@ -28,6 +28,7 @@ def main(argv=None):
     ap.add_argument("--boxes", required=True, help="box indices, comma-separated")
     ap.add_argument("--timeouts", default="20,80,320")
     ap.add_argument("--max-boxes", type=int, default=1 << 16)
+    ap.add_argument("--tol", default=None, help="the adaptive tolerance (default bound's, 1/10)")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     with open(a.side) as f:
@@ -47,11 +48,11 @@ def main(argv=None):
         cw = crown["hi"][i] - crown["lo"][i]
         for cap in (float(v) for v in a.timeouts.split(",")):
             t = time.process_time()
-            r = bound(g, lo, hi, timeout=cap, max_boxes=a.max_boxes)
+            r = bound(g, lo, hi, timeout=cap, max_boxes=a.max_boxes, tol=a.tol)
             t = time.process_time() - t
             w = float(r.upper[0] - r.lower[0])
             sp = float(r.sampled_upper[0] - r.sampled_lower[0])
-            rows.append({"box": i, "width": b["width"], "cap": cap, "enclosure": w, "boxes": r.boxes, "cpu": t,
+            rows.append({"box": i, "width": b["width"], "cap": cap, "tol": a.tol, "enclosure": w, "boxes": r.boxes, "cpu": t,
                          "stopped": r.stopped, "crown": cw, "sampled": sp})
             print(f"| {i} | {b['width']:g} | {cap:g} | {w:.4g} | {r.boxes} | {t:.1f} | {r.stopped} | "
                   f"{w / cw:.3g} | {w / sp:.3g} |", flush=True)
