@@ -8,12 +8,13 @@ Run with symbounds' environment.  ``NAME=PATH[:SECONDS]``: a layer-graph file wi
 ``SECONDS`` caps each adaptive bound (default 60 s).  Boxes as ``bench_symbounds_side.py`` draws
 them (seed 0; ``--per-width`` boxes of side ``w`` for ``w`` in 10^-1 .. 10^-4, centres uniform in
 ``[w/2, 1 - w/2]^d``, every end a float64 number, so the peer reads exactly the same boxes).
-A layer graph is enclosed in Arb only (there is no float pass and there are no linear bounds for
-graphs), at 128 bits.  For each box:
+A layer graph is enclosed in Arb only (there is no float pass for graphs), at 128 bits.  For each box:
 
 * ``taylor``: one Arb first-order Taylor model of the whole box met with plain interval balls
   (the evaluator every sub-box of ``bound`` gets), timed one box per call and, as "batched", all
   boxes of the model through one evaluator call (Arb has no batched mode: box by box);
+* ``linear``: the same met with the graph's backward linear bounds (``symbounds/core/linear_graph.py``),
+  what every sub-box of ``bound`` gets on a small graph (``--linear auto``), timed the same ways;
 * ``bound``: ``symbounds.core.bound.bound`` with its defaults (adaptive, tolerance 1/10, at most
   4000 sub-boxes) and the time cap: the enclosure ``symbounds bound`` prints, with its sub-box
   count, what stopped it, and the sampled range (values the network certainly reaches, so the true
@@ -75,11 +76,22 @@ def run_model(name, path, cap, per_width, widths, tight):
     t = time.process_time()
     ev.enclose([b for _, b in boxes])
     t_batch = (time.process_time() - t) / len(boxes)
+    # the same met with the graph's backward linear bounds (symbounds/core/linear_graph.py)
+    evl = BoxEvaluator(g, 128, fast=False, linear=True)
+    evl._arb(boxes[-1][1])
+    lin, t = [], time.process_time()
+    for _, b in boxes:
+        lin.append(evl._arb(b))
+    t_lin = (time.process_time() - t) / len(boxes)
+    t = time.process_time()
+    evl.enclose([b for _, b in boxes])
+    t_lin_batch = (time.process_time() - t) / len(boxes)
     rows, t_bound, t_tight = [], 0.0, {}
     ball300 = BallContext(300)
     for i, (w, b) in enumerate(boxes):
         c_lo, c_hi = ball300.to_fraction_bounds(outputs_at(g, b.centre, 300)[0])
         a_lo, a_hi = ends(single[i])
+        l_lo, l_hi = ends(lin[i])
         bd = run_bound(g, b, cap)
         t_bound += bd["seconds"]
         row = {"width": w, "lo": [s(v) for v in b.lo], "hi": [s(v) for v in b.hi],
@@ -87,6 +99,8 @@ def run_model(name, path, cap, per_width, widths, tight):
                "centre": [s(c_lo), s(c_hi)], "centre_float": [down(c_lo), up(c_hi)],
                "taylor": {"lo": a_lo, "hi": a_hi, "method": None if single[i] is None else single[i].method,
                           **valid(a_lo, a_hi, c_lo, c_hi)},
+               "linear": {"lo": l_lo, "hi": l_hi, "method": None if lin[i] is None else lin[i].method,
+                          **valid(l_lo, l_hi, c_lo, c_hi)},
                "bound": {**bd, **valid(bd["lo"], bd["hi"], c_lo, c_hi)}}
         for tol in tight:
             bt = run_bound(g, b, cap, tol)
@@ -95,8 +109,10 @@ def run_model(name, path, cap, per_width, widths, tight):
         rows.append(row)
         print(f"{name} box {i} (width {w:g}): bound [{bd['lo']:.6g}, {bd['hi']:.6g}], {bd['boxes']} boxes, "
               f"{bd['seconds']:.2f} s, stopped {bd['stopped']}", file=sys.stderr, flush=True)
-    times = {"taylor_single": t_single, "taylor_batched": t_batch, "bound_single": t_bound / len(boxes)}
-    tools = {"bound": "symbounds bound (adaptive, tol 1/10)", "taylor": "symbounds Arb Taylor, one box"}
+    times = {"taylor_single": t_single, "taylor_batched": t_batch, "linear_single": t_lin,
+             "linear_batched": t_lin_batch, "bound_single": t_bound / len(boxes)}
+    tools = {"bound": "symbounds bound (adaptive, tol 1/10)", "taylor": "symbounds Arb Taylor, one box",
+             "linear": "symbounds Taylor + linear bounds, one box"}
     for tol in tight:
         times[tol_key(tol) + "_single"] = t_tight[tol] / len(boxes)
         tools[tol_key(tol)] = f"symbounds bound (adaptive, tol {tol})"
