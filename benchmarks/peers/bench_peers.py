@@ -353,8 +353,10 @@ def main(argv=None):
     if a.render:
         side, res = load(a.side), merged([load(p) for p in a.render])
         # symbounds' rows from this side file (a later side run on the same boxes), the peers' from the runs
+        names = {m["name"] for m in side["models"]}  # the side file may hold some of the runs' models
         res["table"] = [r for m in side["models"] for r in side_rows(m)] + \
-            [r for r in res["table"] if not r["tool"].startswith("symbounds ")]
+            [r for r in res["table"] if not r["tool"].startswith("symbounds ") and r["model"] in names]
+        res["results"] = [r for r in res["results"] if r["name"] in names]
         add_ratios(res["table"], side, res["results"])
         res["meta"]["agreement"] = agreement(side, res["results"])
         print(markdown(res["table"], side, res["meta"]) + "\n" + versus(side, res["results"]))
