@@ -13,7 +13,12 @@ enclosure over each box and ``eps``) is rebuilt by hand as a float64 torch modul
     ffn:        X <- eta X + relu(X W1^T + b1) W2^T + b2
     T = X[column, row]
 
-(the heads of a layer stacked into one projection, zero-padded to a common width).  For every
+(the heads of a layer stacked into one projection, zero-padded to a common width).  A layer graph
+(``symbounds-graph/1``, from ``bench_graph_side.py``) is rebuilt node by node (:func:`build_graph_net`):
+``affine`` as ``nn.Linear``, ``layer_norm`` as ``nn.LayerNorm``, ``gelu`` as auto_LiRPA's own GELU
+module (``F.gelu``, the erf form), ``tanh``/``sigmoid`` as torch's, ``add``, ``select_tokens`` as an
+index, ``attention`` as ``nn.MultiheadAttention`` computes it (the in-projections with biases, the
+heads split, ``softmax(scale Q K^T) V``, the out-projection).  For every
 method, the boxes of the model are bounded in one batched call (``--chunk MODEL=N``: N boxes per
 call, where all of them at once do not fit in memory), and ``--single`` of them one box per call;
 each (model, method) runs in its own process under a time and memory limit, so a failure is
@@ -123,6 +128,92 @@ def build_net(mj):
     return Net().double().eval()
 
 
+def build_graph_net(gj):
+    """The layer graph ``gj`` as a float64 torch module: input ``(B, tokens * width)`` row by row,
+    output ``(B, 1)`` (the graph's one output)."""
+    import torch
+    from torch import nn
+
+    from auto_LiRPA.operators.gelu import GELU
+
+    dt = torch.float64
+    T = lambda rows: torch.tensor([[num(v) for v in r] for r in rows], dtype=dt)
+    V = lambda v: torch.tensor([num(x) for x in v], dtype=dt)
+
+    def linear(W, b):
+        m = nn.Linear(len(W[0]), len(W), bias=True)
+        m.weight.data, m.bias.data = T(W), (V(b) if b is not None else torch.zeros(len(W), dtype=dt))
+        return m
+
+    class Attention(nn.Module):
+        def __init__(self, nd):
+            super().__init__()
+            sc = nd["scale"]
+            self.scale = 1 / math.sqrt(sc["inv_sqrt"]) if isinstance(sc, dict) else num(sc)
+            if nd.get("mask") is not None or nd.get("hardmax") or nd.get("sequence_length") not in (None,):
+                raise ValueError("only unmasked softmax attention over all tokens is rebuilt here")
+            self.h = int(nd["heads"])
+            z = lambda k: nd.get(k) or ["0"] * len(nd["W" + k[1]])
+            self.q, self.k = linear(nd["Wq"], z("bq")), linear(nd["Wk"], z("bk"))
+            self.v, self.o = linear(nd["Wv"], z("bv")), linear(nd["Wo"], z("bo"))
+
+        def forward(self, x):  # (B, n, E)
+            B, n, _ = x.shape
+            split = lambda y: y.reshape(B, n, self.h, -1).transpose(1, 2)  # (B, h, n, dk)
+            q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+            w = torch.softmax(q.matmul(k.transpose(2, 3)) * self.scale, dim=-1)
+            return self.o(w.matmul(v).transpose(1, 2).reshape(B, n, -1))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n, self.w = int(gj["input"]["tokens"]), int(gj["input"]["width"])
+            self.inp, self.out = gj["input"]["name"], gj["output"]
+            self.mods = nn.ModuleDict()
+            self.plan = []
+            for nd in gj["nodes"]:
+                op, name = nd["op"], nd["name"]
+                if op == "affine":
+                    self.mods[name] = linear(nd["W"], nd.get("b"))
+                elif op == "layer_norm":
+                    m = nn.LayerNorm(len(nd["weight"]), eps=num(nd["eps"]))
+                    m.weight.data, m.bias.data = V(nd["weight"]), V(nd["bias"])
+                    self.mods[name] = m
+                elif op in ("gelu", "tanh", "sigmoid", "relu"):
+                    if op == "gelu" and "divisor" in nd:
+                        raise ValueError("gelu with a divisor other than sqrt(2) is not rebuilt here")
+                    self.mods[name] = {"gelu": GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid, "relu": nn.ReLU}[op]()
+                elif op == "attention":
+                    self.mods[name] = Attention(nd)
+                elif op not in ("add", "select_tokens"):
+                    raise ValueError(f"graph op {op!r} is not rebuilt here")
+                self.plan.append((name, op, nd["inputs"], nd.get("indices")))
+
+        def forward(self, x):
+            vals = {self.inp: x.reshape(-1, self.n, self.w)}
+            for name, op, ins, idx in self.plan:
+                a = [vals[i] for i in ins]
+                if op == "add":
+                    vals[name] = a[0] + a[1]
+                elif op == "select_tokens":
+                    vals[name] = a[0][:, idx, :]
+                else:
+                    vals[name] = self.mods[name](a[0])
+            y = vals[self.out]
+            return y.reshape(y.shape[0], -1)[:, 0:1]
+
+    return Net().double().eval()
+
+
+def failure(e: BaseException) -> str:
+    """The exception's type, message and the peer's line that raised it (an assertion has no message)."""
+    import traceback
+
+    tb = traceback.extract_tb(e.__traceback__)
+    at = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno} ({tb[-1].line})" if tb else ""
+    return f"{type(e).__name__}: {e}"[:160] + at
+
+
 def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=None):
     """One (model, method) in this process: batched calls over all boxes (``chunk`` boxes per
     call, 0: all), then ``single_n`` boxes one per call.  Prints a JSON object."""
@@ -135,7 +226,7 @@ def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=No
     side = load(side_path)
     m = next(mm for mm in side["models"] if mm["name"] == name)
     mj = load(m["path"])
-    net = build_net(mj)
+    net = build_graph_net(mj) if mj.get("format") == "symbounds-graph/1" else build_net(mj)
     boxes = m["boxes"]
     lo = torch.tensor([b["lo_float"] for b in boxes], dtype=torch.float64)
     hi = torch.tensor([b["hi_float"] for b in boxes], dtype=torch.float64)
@@ -161,20 +252,36 @@ def run_one(side_path, name, method, single_n, iterations, chunk, crown_batch=No
     out = {"name": name, "method": method, "build": t_build, "forward_centre": fwd}
     t = time.process_time()
     step = chunk or len(boxes)
-    l, u = [], []
+    l, u, errors = [], [], {}
     for s in range(0, len(boxes), step):
-        a, b = bounds(lo[s:s + step], hi[s:s + step])
+        try:
+            a, b = bounds(lo[s:s + step], hi[s:s + step])
+        except Exception as e:  # noqa: BLE001 -- the peer's own failure, kept per box below
+            if step == 1:
+                raise
+            # a failure of the batch: the boxes one by one, so the ones that fail are named
+            a, b = [], []
+            for i in range(s, min(s + step, len(boxes))):
+                try:
+                    x, y = bounds(lo[i:i + 1], hi[i:i + 1])
+                except Exception as e1:  # noqa: BLE001
+                    errors[i] = failure(e1)
+                    x, y = [None], [None]
+                a += x
+                b += y
+            out["batch_error"] = failure(e)
         l += a
         u += b
-    out["batched"] = (time.process_time() - t) / len(boxes)
+    out["batched"] = None if "batch_error" in out else (time.process_time() - t) / len(boxes)
     out["chunk"] = step
     out["lo"], out["hi"] = l, u
-    # one box per call: an even sample over the widths
-    idx = list(range(0, len(boxes), max(1, len(boxes) // single_n)))[:single_n]
+    out["box_errors"] = errors
+    # one box per call: an even sample over the widths (of the boxes the peer bounds)
+    idx = [i for i in range(0, len(boxes), max(1, len(boxes) // single_n)) if i not in errors][:single_n]
     t = time.process_time()
     for i in idx:
         bounds(lo[i:i + 1], hi[i:i + 1])
-    out["single"] = (time.process_time() - t) / len(idx)
+    out["single"] = (time.process_time() - t) / len(idx) if idx else None
     out["single_boxes"] = len(idx)
     print(json.dumps(out))
 
@@ -217,6 +324,7 @@ def summarise(m, tool, per_box, times):
                "finite": sum(r["finite"] for _, r in sel),
                "ordered": sum(r["ordered"] for _, r in sel),
                "contains": sum(r["contains_centre"] for _, r in sel), "valid": len(ok),
+               "failed": sum(bool(r.get("failed")) for _, r in sel),
                "median_width": widths[len(widths) // 2] if widths else None, **times}
         if m.get("eps"):
             row["proves"] = sum(bool(r.get("proves")) for _, r in sel)
@@ -238,14 +346,20 @@ def main(argv=None):
                     help="boxes per batched call for MODEL (default: all of them in one call)")
     ap.add_argument("--crown-batch", type=int, help="auto_LiRPA's crown_batch_size: intermediate bounds "
                     "back-substituted this many neurons at a time (less memory, more time)")
-    ap.add_argument("--render", metavar="PEERS.json", help="print the tables of an earlier run's --out file")
+    ap.add_argument("--render", metavar="PEERS.json", nargs="+", help="print the tables of earlier runs' --out "
+                    "files (a later file's (model, method) results replace an earlier one's)")
     ap.add_argument("--one", nargs=2, metavar=("MODEL", "METHOD"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.render:
-        side, res = load(a.side), load(a.render)
+        side, res = load(a.side), merged([load(p) for p in a.render])
+        # symbounds' rows from this side file (a later side run on the same boxes), the peers' from the runs
+        names = {m["name"] for m in side["models"]}  # the side file may hold some of the runs' models
+        res["table"] = [r for m in side["models"] for r in side_rows(m)] + \
+            [r for r in res["table"] if not r["tool"].startswith("symbounds ") and r["model"] in names]
+        res["results"] = [r for r in res["results"] if r["name"] in names]
         add_ratios(res["table"], side, res["results"])
         res["meta"]["agreement"] = agreement(side, res["results"])
-        print(markdown(res["table"], side, res["meta"]))
+        print(markdown(res["table"], side, res["meta"]) + "\n" + versus(side, res["results"]))
         return 0
     if a.one:
         chunks = dict(c.split("=") for c in a.chunk)
@@ -258,12 +372,7 @@ def main(argv=None):
     results, table = [], []
     for m in side["models"]:
         eps = F(m["eps"]) if m.get("eps") else None
-        for tool in ("float", "arb"):
-            per = [b[tool] for b in m["boxes"]]
-            t = m["times"]
-            times = ({"single": t["float_single"], "batched": t["float_batched"]} if tool == "float"
-                     else {"single": t["arb_single"], "batched": None})
-            table += summarise(m, "symbounds " + ("float pass" if tool == "float" else "Arb Taylor"), per, times)
+        table += side_rows(m)
         for method in a.methods.split(","):
             cmd = [sys.executable, os.path.abspath(__file__), "--side", a.side, "--out", "-", "--single",
                    str(a.single), "--iterations", str(a.iterations), "--one", m["name"], method]
@@ -286,25 +395,64 @@ def main(argv=None):
                 continue
             per = []
             for b, l, u in zip(m["boxes"], res["lo"], res["hi"]):
-                r = {"lo": l, "hi": u, **validity(l, u, b["centre"])}
+                r = {"lo": l, "hi": u, "failed": l is None, **validity(l, u, b["centre"])}
                 if eps is not None:
                     e = err_bound(l, u, b["g"])
                     r["proves"] = e is not None and r["contains_centre"] and e <= eps
                 per.append(r)
             res["per_box"] = per
             results.append(res)
-            table += summarise(m, "auto_LiRPA " + method, per, {"single": res["single"], "batched": res["batched"]})
+            notes = {"single": res["single"], "batched": res["batched"]}
+            if res.get("batch_error"):
+                errs = res.get("box_errors") or {}
+                notes["note"] = (f"the batched call failed (`{res['batch_error']}`), so the boxes were bounded one "
+                                 f"by one: {len(errs)} of {len(per)} failed"
+                                 + (f" (`{next(iter(errs.values()))}`)" if errs else ""))
+            table += summarise(m, "auto_LiRPA " + method, per, notes)
     add_ratios(table, side, results)
     meta = {"torch": torch.__version__, "auto_LiRPA": auto_LiRPA.__version__, "python": sys.version.split()[0],
             "agreement": agreement(side, results)}
     with open(a.out, "w") as f:
         json.dump({"meta": meta, "results": results, "table": table}, f)
-    md = markdown(table, side, meta)
+    md = markdown(table, side, meta) + "\n" + versus(side, results)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(md)
     print(md)
     return 0
+
+
+def side_rows(m) -> list:
+    """The table rows of symbounds' enclosures of one model of the side file."""
+    rows, t = [], m["times"]
+    for key, label in side_tools(m).items():
+        times = {"single": t.get(f"{key}_single", t.get("arb_single") if key == "arb" else None),
+                 "batched": t.get(f"{key}_batched")}
+        rows += summarise(m, label, [b[key] for b in m["boxes"]], times)
+    return rows
+
+
+def merged(runs: list) -> dict:
+    """One results file from several runs on one side file: each (model, method) from the last run
+    that has it (its table rows with it); the symbounds rows and the meta from the first."""
+    out = {"meta": runs[0]["meta"], "results": list(runs[0]["results"]), "table": list(runs[0]["table"])}
+    for run in runs[1:]:
+        for r in run["results"]:
+            key = (r["name"], r["method"])
+            tool = "auto_LiRPA " + r["method"]
+            out["results"] = [x for x in out["results"] if (x["name"], x["method"]) != key] + [r]
+            rows = [t for t in run["table"] if t["model"] == r["name"] and t["tool"] == tool]
+            at = [i for i, t in enumerate(out["table"]) if t["model"] == r["name"] and t["tool"] == tool]
+            keep = [t for t in out["table"] if not (t["model"] == r["name"] and t["tool"] == tool)]
+            i = at[0] if at else len(keep)
+            out["table"] = keep[:i] + rows + keep[i:]
+    return out
+
+
+def side_tools(m) -> dict:
+    """symbounds' enclosures of a side file's model: ``{key in each box: table label}``; the first
+    is the baseline of the ratios."""
+    return m.get("tools") or {"float": "symbounds float pass", "arb": "symbounds Arb Taylor"}
 
 
 def fmt(v, spec):
@@ -324,12 +472,15 @@ def agreement(side, results) -> dict:
 
 def markdown(table, side, meta):
     """One table per model: a row per tool, a column per box width ("median enclosure width
-    (valid / boxes)", then the median ratio to symbounds' float pass on boxes valid for both)."""
+    (valid / boxes)", then the median ratio to the side's first tool -- symbounds' float pass, or
+    the adaptive bound of a layer graph -- on boxes valid for both)."""
     widths = side["widths"]
     lines = [f"torch {meta['torch']}, auto_LiRPA {meta['auto_LiRPA']}, Python {meta['python']}", ""]
     for m in side["models"]:
         rows = [r for r in table if r["model"] == m["name"]]
         pou = bool(m.get("eps"))
+        base = next(iter(side_tools(m).values()))
+        short = base.replace("symbounds ", "")
         head = (f"**{m['name']}** (d = {m['d']}, {m['tokens']} tokens of width {m['width_D']}; layers "
                 f"{', '.join(m['layers'])}{'; eps = ' + m['eps'] if pou else ''}; {len(m['boxes']) // len(widths)} "
                 "boxes per width; the torch module's float64 output at the centres is within "
@@ -337,7 +488,7 @@ def markdown(table, side, meta):
         lines += [head, "",
                   "| tool | " + " | ".join(f"width {w:g}" for w in widths)
                   + (" | proves abs(T - g) <= eps (per width)" if pou else "")
-                  + " | boxes narrower than the float pass (smallest ratio) | s / box, one per call | s / box, batched |",
+                  + f" | boxes narrower than the {short} (smallest ratio) | s / box, one per call | s / box, batched |",
                   "|---|" + "---|" * len(widths) + ("---|" if pou else "") + "---|---|---|"]
         tools = list(dict.fromkeys(r["tool"] for r in rows))
         for tool in tools:
@@ -351,31 +502,100 @@ def markdown(table, side, meta):
             for w in widths:
                 r = by[w]
                 c = f"{fmt(r['median_width'], '.2e')} ({r['valid']}/{r['boxes']})"
-                if r.get("ratio") is not None and not tool.endswith("float pass"):
+                if r.get("ratio") is not None and tool != base:
                     c += f", x{r['ratio']:.3g}"
                 if r["valid"] < r["boxes"]:
-                    c += f" [non-finite {r['boxes'] - r['finite']}, lo > hi {r['finite'] - r['ordered']}, " \
+                    nf = r["boxes"] - r["finite"] - r.get("failed", 0)
+                    c += (f" [failed {r['failed']}, " if r.get("failed") else " [") + \
+                         f"non-finite {nf}, lo > hi {r['finite'] - r['ordered']}, " \
                          f"centre outside {r['ordered'] - r['contains']}]"
                 cells.append(c)
             pr = (" | " + " / ".join(str(by[w]["proves"]) for w in widths)) if pou else ""
             b = rs[0]["batched"]
-            if tool.endswith("float pass"):
+            if tool == base:
                 nar = "-"
             else:
                 mins = [r["min_ratio"] for r in rs if r.get("min_ratio") is not None]
                 nar = f"{sum(r.get('narrower', 0) for r in rs)}" + (f" (x{min(mins):.3g})" if mins else "")
             lines.append(f"| {tool} | " + " | ".join(cells) + pr
                          + f" | {nar} | {fmt(rs[0]['single'], '.2e')} | {fmt(b, '.2e')} |")
+        for tool in tools:
+            note = next((r.get("note") for r in rows if r["tool"] == tool and r.get("note")), None)
+            if note:
+                lines += ["", f"{tool}: {note}."]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def near1(v: float) -> str:
+    """A ratio; one within 10^-3 of 1 as ``1 + d`` so its size shows."""
+    return f"1{v - 1:+.1e}" if abs(v - 1) < 1e-3 else f"{v:.4g}"
+
+
+def versus(side, results) -> str:
+    """For the layer-graph models: each symbounds enclosure's width divided by CROWN's and
+    alpha-CROWN's on the same box (median / max over the boxes valid for both, and how many boxes
+    the peer is narrower on by more than 10^-6 relative), and the sampled spread (values the network
+    certainly reaches, so every valid enclosure is at least this wide) divided by each."""
+    ok = lambda v: v is not None and v["finite"] and v["ordered"] and v["contains_centre"]
+    lines = []
+    for m in side["models"]:
+        if "tools" not in m:
+            continue
+        widths = side["widths"]
+        lines += [f"**{m['name']}**: symbounds' width / the peer's, median / max / boxes the peer is narrower on",
+                  "", "| | " + " | ".join(f"width {w:g}" for w in widths) + " |", "|---|" + "---|" * len(widths)]
+        peers = {r["method"]: r.get("per_box") for r in results if r["name"] == m["name"] and r.get("per_box")}
+        for key, label in side_tools(m).items():
+            for method in ("CROWN", "alpha-CROWN"):
+                if method not in peers:
+                    continue
+                cells = []
+                for w in widths:
+                    rs = sorted((b[key]["hi"] - b[key]["lo"]) / (p["hi"] - p["lo"])
+                                for b, p in zip(m["boxes"], peers[method])
+                                if b["width"] == w and ok(b[key]) and ok(p) and p["hi"] > p["lo"])
+                    cells.append(f"{near1(rs[len(rs) // 2])} / {near1(rs[-1])} / {sum(v > 1 + 1e-6 for v in rs)}"
+                                 if rs else "-")
+                lines.append(f"| {label.replace('symbounds ', '')} ÷ {method} | " + " | ".join(cells) + " |")
+        for method in ("bound",) + tuple(k for k in ("CROWN", "alpha-CROWN") if k in peers):
+            cells = []
+            for w in widths:
+                rs = []
+                for i, b in enumerate(m["boxes"]):
+                    e = b["bound"] if method == "bound" else peers[method][i]
+                    sl, sh = b["bound"]["sampled"]
+                    if b["width"] == w and ok(e) and sl is not None and e["hi"] > e["lo"]:
+                        rs.append((sh - sl) / (e["hi"] - e["lo"]))
+                rs.sort()
+                cells.append(f"{rs[len(rs) // 2]:.4g} (min {rs[0]:.4g})" if rs else "-")
+            name = "bound (adaptive, tol 1/10)" if method == "bound" else method
+            lines.append(f"| sampled spread ÷ {name} | " + " | ".join(cells) + " |")
+        # the sampled ends are values the network reaches (rigorous, at points): an enclosure that
+        # leaves one out is not an enclosure (floats compared with a margin of 4 ulps of the end)
+        for method in peers:
+            miss = []
+            for w in widths:
+                n = 0
+                for b, p in zip(m["boxes"], peers[method]):
+                    sl, sh = b["bound"]["sampled"]
+                    if b["width"] == w and p["finite"] and sl is not None:
+                        n += p["lo"] > sl + 4 * math.ulp(sl) or p["hi"] < sh - 4 * math.ulp(sh)
+                miss.append(str(n))
+            lines.append(f"| {method}: boxes whose enclosure misses a sampled value | " + " | ".join(miss) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
 def add_ratios(table, side, results):
-    """``ratio``: the median over boxes valid for both of (tool's width / symbounds float width)."""
-    per = {}
+    """``ratio``: the median over boxes valid for both of (tool's width / the baseline's width: the
+    side's first tool)."""
+    per, first = {}, {}
     for m in side["models"]:
-        per[(m["name"], "symbounds float pass")] = [b["float"] for b in m["boxes"]]
-        per[(m["name"], "symbounds Arb Taylor")] = [b["arb"] for b in m["boxes"]]
+        for i, (key, label) in enumerate(side_tools(m).items()):
+            per[(m["name"], label)] = [b[key] for b in m["boxes"]]
+            if i == 0:
+                first[m["name"]] = label
     for r in results:
         if "per_box" in r:
             per[(r["name"], "auto_LiRPA " + r["method"])] = r["per_box"]
@@ -384,12 +604,12 @@ def add_ratios(table, side, results):
         if "error" in row:
             continue
         m = next(mm for mm in side["models"] if mm["name"] == row["model"])
-        base, mine = per[(row["model"], "symbounds float pass")], per[(row["model"], row["tool"])]
+        base, mine = per[(row["model"], first[row["model"]])], per[(row["model"], row["tool"])]
         rs = sorted((y["hi"] - y["lo"]) / (x["hi"] - x["lo"]) for b, x, y in zip(m["boxes"], base, mine)
                     if b["width"] == row["width"] and ok(x) and ok(y) and x["hi"] > x["lo"])
         row["ratio"] = rs[len(rs) // 2] if rs else None
         row["min_ratio"] = rs[0] if rs else None
-        row["narrower"] = sum(v < 1 - 1e-6 for v in rs)  # narrower than the float pass by more than 1e-6
+        row["narrower"] = sum(v < 1 - 1e-6 for v in rs)  # narrower than the baseline by more than 1e-6
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""Two small user networks in the model-file format (``symbounds-transformer/1``), fixed seed.
+"""Small user networks, fixed seeds: two model files (``symbounds-transformer/1``) and three layer
+graphs (``symbounds-graph/1``, docs/model-graph.md).
 
-    python benchmarks/peers/make_models.py OUTDIR      # writes OUTDIR/attention.json, OUTDIR/mlp.json
+    python benchmarks/peers/make_models.py OUTDIR      # writes OUTDIR/attention.json, mlp.json,
+                                                       # ln_gelu.json, tanh_sigmoid.json, encoder.json
 
-Standard library only; every weight is an exact rational k/16 written as a string.
+Standard library only; every weight is an exact rational k/16 (LayerNorm's ``eps`` 2^-16) written as
+a string, so float64 holds every parameter exactly and the peer's torch module has the same weights.
 
 * ``attention.json``: d = 2 inputs embedded into column 0 of a 4 x 4 token matrix (D = 4 features,
   n = 4 tokens, the other tokens fixed), then softmax attention (2 heads, skip 1), a residual ReLU
@@ -12,6 +15,14 @@ Standard library only; every weight is an exact rational k/16 written as a strin
   written as two feed-forward layers with skip 0 on one token of width 8:
   ``z1 = A2 relu(A1 x + c1) + c2`` and ``z2 = A3' relu(z1) + c3'`` (``A3'`` is ``A3`` in row 0,
   zeros elsewhere); the readout is row 0.
+* ``ln_gelu.json``: ``Linear(2, 8), LayerNorm(8), GELU, Linear(8, 8), GELU, Linear(8, 1)`` (GELU the
+  erf form, ``nn.GELU()``), one row of width 2.
+* ``tanh_sigmoid.json``: ``Linear(2, 8), Tanh, Linear(8, 8), Sigmoid, Linear(8, 1)``.
+* ``encoder.json``: a pre-norm encoder block (``nn.TransformerEncoderLayer(8, 2, 16,
+  activation="gelu", norm_first=True)`` without dropout) on 4 tokens: the input is 4 rows of width
+  1 (4 inputs, one per token), embedded by ``Linear(1, 8)``, then ``x + SA(LN1(x))`` (2 heads of width 4, scale
+  1/2 = 1/sqrt(4), biases), ``x + W2 GELU(W1 LN2(x) + b1) + b2`` (hidden width 16), and the readout
+  ``Linear(8, 1)`` of token 0.
 """
 
 import json
@@ -76,14 +87,81 @@ def mlp_model(seed=1):
     }
 
 
+LN_EPS = "1/65536"
+
+
+def vec(rng, n, **kw):
+    return [q(rng, **kw) for _ in range(n)]
+
+
+def node(name, op, inputs, **params):
+    return {"name": name, "op": op, "inputs": list(inputs), **params}
+
+
+def layer_norm(rng, name, x, w):
+    return node(name, "layer_norm", [x], eps=LN_EPS, weight=[f"{16 + rng.randint(-4, 4)}/16" for _ in range(w)],
+                bias=vec(rng, w, lo=-4, hi=4))
+
+
+def graph(nodes, tokens, width, output):
+    return {"format": "symbounds-graph/1", "input": {"name": "x", "tokens": tokens, "width": width},
+            "nodes": nodes, "output": output}
+
+
+def ln_gelu_model(seed=2):
+    rng = random.Random(seed)
+    return graph([node("h1", "affine", ["x"], W=mat(rng, 8, 2), b=vec(rng, 8, lo=-8, hi=8)),
+                  layer_norm(rng, "n1", "h1", 8),
+                  node("a1", "gelu", ["n1"]),
+                  node("h2", "affine", ["a1"], W=mat(rng, 8, 8, lo=-8, hi=8), b=vec(rng, 8, lo=-8, hi=8)),
+                  node("a2", "gelu", ["h2"]),
+                  node("y", "affine", ["a2"], W=mat(rng, 1, 8, lo=-8, hi=8), b=vec(rng, 1, lo=-8, hi=8))],
+                 1, 2, "y")
+
+
+def tanh_sigmoid_model(seed=3):
+    rng = random.Random(seed)
+    return graph([node("h1", "affine", ["x"], W=mat(rng, 8, 2, lo=-32, hi=32), b=vec(rng, 8)),
+                  node("a1", "tanh", ["h1"]),
+                  node("h2", "affine", ["a1"], W=mat(rng, 8, 8), b=vec(rng, 8, lo=-8, hi=8)),
+                  node("a2", "sigmoid", ["h2"]),
+                  node("y", "affine", ["a2"], W=mat(rng, 1, 8), b=vec(rng, 1, lo=-8, hi=8))],
+                 1, 2, "y")
+
+
+def encoder_model(seed=4):
+    rng = random.Random(seed)
+    E, H, F, n = 8, 2, 16, 4
+    return graph([node("e", "affine", ["x"], W=mat(rng, E, 1), b=vec(rng, E, lo=-8, hi=8)),
+                  layer_norm(rng, "n1", "e", E),
+                  node("sa", "attention", ["n1"], heads=H, scale="1/2",
+                       Wq=mat(rng, E, E, lo=-8, hi=8), bq=vec(rng, E, lo=-4, hi=4),
+                       Wk=mat(rng, E, E, lo=-8, hi=8), bk=vec(rng, E, lo=-4, hi=4),
+                       Wv=mat(rng, E, E, lo=-8, hi=8), bv=vec(rng, E, lo=-4, hi=4),
+                       Wo=mat(rng, E, E, lo=-8, hi=8), bo=vec(rng, E, lo=-4, hi=4)),
+                  node("r1", "add", ["e", "sa"]),
+                  layer_norm(rng, "n2", "r1", E),
+                  node("f1", "affine", ["n2"], W=mat(rng, F, E, lo=-8, hi=8), b=vec(rng, F, lo=-8, hi=8)),
+                  node("g", "gelu", ["f1"]),
+                  node("f2", "affine", ["g"], W=mat(rng, E, F, lo=-8, hi=8), b=vec(rng, E, lo=-4, hi=4)),
+                  node("r2", "add", ["r1", "f2"]),
+                  node("t0", "select_tokens", ["r2"], indices=[0]),
+                  node("y", "affine", ["t0"], W=mat(rng, 1, E, lo=-8, hi=8), b=vec(rng, 1, lo=-8, hi=8))],
+                 n, 1, "y")
+
+
+MODELS = (("attention", attention_model), ("mlp", mlp_model), ("ln_gelu", ln_gelu_model),
+          ("tanh_sigmoid", tanh_sigmoid_model), ("encoder", encoder_model))
+
+
 def main(argv):
     if len(argv) != 1:
         print("usage: make_models.py OUTDIR", file=sys.stderr)
         return 2
     os.makedirs(argv[0], exist_ok=True)
-    for name, m in (("attention", attention_model()), ("mlp", mlp_model())):
+    for name, make in MODELS:
         with open(os.path.join(argv[0], f"{name}.json"), "w") as f:
-            json.dump(m, f, indent=1)
+            json.dump(make(), f, indent=1)
     return 0
 
 
