@@ -349,3 +349,74 @@ def test_the_good_graph_is_read_and_its_defaults_are_the_formats():
     ref = [_frac(v) for v in reference(doc, x)]
     assert g.outputs == 2 and all(contains(t, [0] * 4, r) for t, r in zip(ys, ref))
     assert all(t.r.abs_upper() < 1e-30 for t in ys)  # a point: only rounding
+
+
+# ------------------------------------------------------------------------------------------
+# found by mutation testing (docs/mutation-testing.md, "The kernel's layer graphs")
+
+UNARY = ["tanh", "sigmoid", "softplus", "erf", "gelu", "gelu_tanh", "exp", "relu", "leaky_relu", "rsqrt"]
+
+
+def _model(rng, scale, positive):
+    """A random model ``c + <g, delta> +- r`` in two variables (``|delta_i| <= 1``) and its exact parts."""
+    c = Fraction(rng.randint(1 if positive else -40, 40), 8)
+    g = [Fraction(rng.randint(-8, 8), 8) * scale for _ in range(2)]
+    r = Fraction(rng.randint(0, 8), 8) * scale
+    ball = lambda q: arb(q.numerator) / q.denominator
+    return kg.tm.TM(ball(c), [ball(x) for x in g], ball(r)), c, g, r
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_a_function_of_a_model_contains_the_function_of_every_value_it_models(op):
+    """For ``v = c + <g, delta> + e`` (``|e| <= r``) the model of ``f`` at ``delta`` contains ``f(v)``
+    (300 bits), for narrow and wide models (spreads up to 40: Arb's tanh of such a ball is NaN);
+    ``rsqrt`` (LayerNorm's root) for the values at least its ``eps``."""
+    rng = random.Random(op)
+    eps = Fraction(1, 100)
+    p = None if op == "rsqrt" else Graph_node(op)
+    old, ctx.prec, finite = ctx.prec, 128, 0
+    try:
+        for trial in range(40):
+            scale = [Fraction(1, 1000), Fraction(1, 8), Fraction(2), Fraction(40)][trial % 4]
+            t, c, g, r = _model(rng, scale, op == "rsqrt")
+            h = [arb(1), arb(1)]
+            out = (kg._rsqrt(t, arb(1) / 100, h, 2) if op == "rsqrt" else kg._OPS[op](p, [[[t]]], h, 2)[0][0])
+            if not (out.c.is_finite() and out.r.is_finite() and all(x.is_finite() for x in out.g)):
+                continue
+            finite += 1
+            for _ in range(12):
+                delta = [Fraction(rng.randint(-16, 16), 16) for _ in range(2)]
+                e = r * Fraction(rng.randint(-16, 16), 16)
+                v = c + sum(a * b for a, b in zip(g, delta)) + e
+                if op == "rsqrt":
+                    if v < eps:
+                        continue  # not a value of the model's function, which is at least eps
+                    ref = 1 / MP.sqrt(MP.mpf(v.numerator) / v.denominator)
+                else:
+                    ref = reference({"format": "", "input": {"name": "x", "tokens": 1, "width": 1},
+                                     "nodes": [{"name": "f", "op": op, "inputs": ["x"]}], "output": "f"}, [v])[0]
+                assert contains(out, delta, _frac(ref)), (op, trial, float(v))
+    finally:
+        ctx.prec = old
+    assert finite >= 20, finite
+
+
+def Graph_node(op):
+    """The parameters the kernel reads for a node of ``op`` with its defaults."""
+    return kg.Graph._node({"name": "f", "op": op, "inputs": ["x"]}, 0, {"x": (1, 1)})[3]
+
+
+@pytest.mark.parametrize("name", ["tanh", "erf", "sigmoid", "softplus"])
+def test_a_monotone_function_of_a_wide_ball_is_the_hull_of_its_ends(name):
+    """Over ``[-300, 299]`` (Arb's own tanh of it is NaN) the hull holds the values at both ends."""
+    f = kg._FUNCS[name](None)[0]
+    old, ctx.prec = ctx.prec, 128
+    try:
+        v = f(arb(-1) / 2 + arb(0, 599) / 2)  # the ball [-300, 299]
+        assert v.is_finite()
+        for x in (-300, -1, 0, 2, 299):
+            ref = _frac(reference({"format": "", "input": {"name": "x", "tokens": 1, "width": 1},
+                                   "nodes": [{"name": "f", "op": name, "inputs": ["x"]}], "output": "f"}, [x])[0])
+            assert _frac(v.lower()) - Fraction(1, 2**100) <= ref <= _frac(v.upper()) + Fraction(1, 2**100), (name, x)
+    finally:
+        ctx.prec = old
