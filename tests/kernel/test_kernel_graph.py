@@ -319,13 +319,49 @@ BAD = {
 }
 
 
+BAD.update({  # the node named in the reason
+    "heads 0": (_edit(("nodes", 2, "heads"), 0), "nodes[2].heads is not an integer in 1..65536"),
+    "attention's sequence": (_edit(("nodes", 2, "sequence_length"), 2), "nodes[2]: the sequence length does not divide"),
+    "a float in W": (_edit(("nodes", 0, "W", 0, 0), 0.5), "nodes[0].W: '0.5' is not a number string"),
+    "a division by zero": (lambda doc: doc["nodes"].insert(5, {"name": "z", "op": "div_constant", "inputs": ["g"],
+                                                                "constant": ["1", "0", "2"]}),
+                           "nodes[5]: a division by zero"),
+    "GELU's divisor 0": (_edit(("nodes", 4, "divisor"), "0"), "nodes[4].divisor is not positive"),
+})
+
+
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_a_malformed_graph_is_refused_with_its_reason(name):
     doc = _attention_graph()
     edit, words = BAD[name]
     edit(doc)
-    with pytest.raises(Rejected, match="^model: .*" + words.replace("(", ".").replace(")", ".")):
+    with pytest.raises(Rejected, match="^model: .*" + words.replace("(", ".").replace(")", ".").replace("[", ".").replace("]", ".")):
         kg.Graph(doc, 6)
+
+
+def test_an_affine_graph_is_enclosed_exactly_and_zero_rows_are_read():
+    """``y_0 = relu(x_0 - x_1) + x_0 = 2 x_0 - x_1`` on ``[1/2, 1] x [0, 1/4]`` (the ReLU's argument is
+    positive there): the enclosure is ``[3/4, 2]`` up to rounding; ``y_1``, a row of zeros of ``W``
+    and of an attention's ``Wo``, is the bias alone."""
+    doc = {"format": "symbounds-graph/1", "input": {"name": "x", "tokens": 1, "width": 2}, "nodes": [
+        {"name": "u", "op": "affine", "inputs": ["x"], "W": [["1", "-1"], ["0", "0"]], "b": ["0", "3"]},
+        {"name": "r", "op": "relu", "inputs": ["u"]},
+        {"name": "a", "op": "attention", "inputs": ["x"], "heads": 1, "Wq": [["1", "0"]], "Wk": [["0", "1"]],
+         "Wv": [["1", "1"]], "Wo": [["0"], ["0"]], "bo": ["0", "1/2"], "scale": "1"},
+        {"name": "s", "op": "add", "inputs": ["r", "a"]},
+        {"name": "y", "op": "affine", "inputs": ["s", ], "W": [["1", "0"], ["0", "1"]]},
+        {"name": "z", "op": "concat", "inputs": ["y", "x"]},
+        {"name": "o", "op": "affine", "inputs": ["z"], "W": [["1", "0", "1", "0"], ["0", "1", "0", "0"]]}],
+        "output": "o"}
+    old, ctx.prec = ctx.prec, 128
+    try:
+        ys, h = kg.Graph(doc, 2).taylor([Fraction(1, 2), Fraction(0)], [Fraction(1), Fraction(1, 4)])
+        ends = [((t.c - kg.tm.spread(t, h)).lower(), (t.c + kg.tm.spread(t, h)).upper()) for t in ys]
+    finally:
+        ctx.prec = old
+    tol = Fraction(1, 2**100)
+    for (lo, hi), (a, b) in zip(ends, [(Fraction(3, 4), Fraction(2)), (Fraction(7, 2), Fraction(7, 2))]):
+        assert abs(_frac(lo) - a) < tol and abs(_frac(hi) - b) < tol, (lo, hi, a, b)
 
 
 def test_the_good_graph_is_read_and_its_defaults_are_the_formats():
