@@ -300,7 +300,7 @@ BAD = {
     "add of two shapes": (_edit(("nodes", 3, "inputs"), ["a", "x"]), "shapes differ"),
     "W's width": (_edit(("nodes", 0, "W", 1), ["1"]), "rows of 2 numbers"),
     "a float weight": (_edit(("nodes", 0, "b", 0), 0.5), "is not a number string"),
-    "eps 0": (_edit(("nodes", 1, "eps"), "0"), "eps is not positive"),
+    "eps 0": (_edit(("nodes", 1, "eps"), "0"), "nodes[1].eps is not positive"),
     "heads not dividing": (_edit(("nodes", 2, "heads"), 3), "the heads do not divide"),
     "Wk rows": (_edit(("nodes", 2, "Wk"), [["1", "0", "0"]]), "the heads do not divide"),
     "Wo width": (_edit(("nodes", 2, "Wo", 0), ["1"]), "rows of 2 numbers"),
@@ -327,6 +327,12 @@ BAD.update({  # the node named in the reason
                                                                 "constant": ["1", "0", "2"]}),
                            "nodes[5]: a division by zero"),
     "GELU's divisor 0": (_edit(("nodes", 4, "divisor"), "0"), "nodes[4].divisor is not positive"),
+    "slice start": (lambda doc: doc["nodes"].insert(5, {"name": "z", "op": "slice", "inputs": ["g"], "start": 3,
+                                                        "stop": 3}), "nodes[5].start is not an integer in 0..2"),
+    "input not an object": (_edit(("input",), "x"), "'input' is not {name, tokens, width}"),
+    "tokens true": (_edit(("input", "tokens"), True), "input.tokens is not an integer in 1..65536"),
+    "width 0": (_edit(("input", "width"), 0), "input.width is not an integer in 1..65536"),
+    "output not a name of the graph": (_edit(("output",), "nosuch"), "'output' is not a node"),
 })
 
 
