@@ -52,19 +52,24 @@ def add_bound_arguments(b) -> None:
                    help="adaptive: stop refining after this many seconds (the bound so far is reported)")
     b.add_argument("--prec", type=int, default=128, help="precision in bits (default 128)")
     b.add_argument("--linear", choices=("auto", "on", "off"), default="auto",
-                   help="meet each sub-box's Taylor-model enclosure with backward linear bounds (ReLU "
-                        "relaxations, CROWN family, rounded outward): auto (the default) for small networks")
+                   help="meet each sub-box's Taylor-model enclosure with backward linear bounds (CROWN family, "
+                        "rounded outward; for a layer graph also its activations, LayerNorm and RMSNorm): auto "
+                        "(the default) for small networks")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def add_export_arguments(e) -> None:
     """The flags of ``symbounds export``."""
-    e.description = ("Write a model file (symbounds-transformer/1) as a float64 ONNX graph that onnxruntime runs "
-                     "(tokens as rows, X = Z^T).  Needs the extra symbounds[onnx].")
+    e.description = ("Write a model file (symbounds-transformer/1, tokens as rows: X = Z^T) or a layer graph "
+                     "(symbounds-graph/1, or an .onnx file read as one) as a float64 ONNX graph that onnxruntime "
+                     "runs; 'symbounds import' reads it back.  Needs the extra symbounds[onnx].")
     e.epilog = "example:\n  symbounds pou --export net.json && symbounds export net.json --onnx net.onnx"
     e.add_argument("model", metavar="MODEL.json")
     e.add_argument("--onnx", required=True, metavar="OUT.onnx", help="the ONNX file to write")
+    e.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                   help="the element type of a layer graph's export (default float64; onnxruntime's CPU "
+                        "kernels lack float64 Erf and Softplus)")
 
 
 def add_import_arguments(i) -> None:
@@ -402,10 +407,10 @@ def _export(args) -> int:
     from ..core.onnx_export import export_onnx
     from ..core.onnx_io import OnnxError
 
-    model = _load_model(args.model, "export")
+    model = _load(args.model)
     check_out_folders(args.onnx)
     try:
-        export_onnx(model, args.onnx)
+        export_onnx(model, args.onnx, args.dtype)
     except OnnxError as e:
         raise UsageError(str(e)) from None
     written(args.onnx)

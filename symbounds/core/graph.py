@@ -39,16 +39,17 @@ from . import activations as act
 from . import graph_tokens as gt
 from .contexts import BallContext, Context, ExactUnsupported
 
-__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after"]
+__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after", "width_after",
+           "node_tensor", "node_row"]
 
 #: entry-by-entry functions without parameters
 UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus": act.softplus, "exp": act.exp,
          "erf": act.erf}
 #: elementwise operations with a constant (one number, or one per column)
 CONSTANT_OPS = ("add_constant", "mul_constant", "div_constant")
-#: every operation of a graph
 #: operations that read several rows, or part of a row (:mod:`symbounds.core.graph_tokens`)
 TOKEN_OPS = ("attention", "slice", "concat", "select_tokens", "mean_tokens")
+#: every operation of a graph
 OPS = ("affine", "add", *CONSTANT_OPS, *UNARY, "leaky_relu", "gelu", "gelu_tanh", "layer_norm", "rms_norm",
        *TOKEN_OPS)
 
@@ -71,8 +72,9 @@ class Node:
 
 
 class Graph:
-    """A layer graph (see the module docstring); ``widths`` maps every tensor to its width, and
-    ``tokens_of`` (computed from the nodes) every tensor to its number of rows."""
+    """A layer graph (see the module docstring); ``widths`` maps every tensor to its width (a node
+    missing from the given ``widths`` gets :func:`width_after`'s), and ``tokens_of`` (computed from
+    the nodes) every tensor to its number of rows."""
 
     #: how the box search lays out the input (neither a vector model nor a token set)
     input = "graph"
@@ -85,8 +87,11 @@ class Graph:
         self.nodes, self.output, self.widths = tuple(nodes), output, dict(widths)
         self.source = source
         self.tokens_of = {input_name: tokens}
+        self.widths.setdefault(input_name, width)
         for nd in self.nodes:
             self.tokens_of[nd.name] = tokens_after(nd, self.tokens_of)
+            if nd.name not in self.widths:
+                self.widths[nd.name] = width_after(nd, self.widths)
         self._numeric: dict = {}
 
     # --- shape ---------------------------------------------------------------------------------
@@ -161,6 +166,31 @@ def tokens_after(nd: Node, tokens_of: dict) -> int:
     if nd.op == "mean_tokens":
         return t // (nd.params.get("sequence_length") or t)
     return t
+
+
+def width_after(nd: Node, widths: dict) -> int:
+    """The width of node ``nd``'s output, from its inputs' (``widths``)."""
+    p = nd.params
+    if nd.op == "affine":
+        return len(p["W"])
+    if nd.op == "attention":
+        return len(p["Wo"])
+    if nd.op == "slice":
+        return p["stop"] - p["start"]
+    if nd.op == "concat":
+        return sum(widths[i] for i in nd.inputs)
+    return widths[nd.inputs[0]]
+
+
+def node_tensor(ctx: Context, nd: Node, p: dict, args: list) -> list:
+    """Node ``nd``'s output rows from its inputs' rows (``p``: its parameters in ``ctx``,
+    :meth:`Graph.numeric`): one node of :meth:`Graph.forward`, for evaluators that keep every tensor."""
+    return _tensor(ctx, nd, p, args)
+
+
+def node_row(ctx: Context, nd: Node, p: dict, args: list) -> list:
+    """One output row of the row-wise node ``nd`` from one row of each input."""
+    return _row(ctx, nd, p, args)
 
 
 def _tensor(ctx: Context, nd: Node, p: dict, args: list) -> list:

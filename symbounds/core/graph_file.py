@@ -27,7 +27,7 @@ import re
 from fractions import Fraction
 
 from .files import atomic_write, read_json_file
-from .graph import CONSTANT_OPS, UNARY, Graph, Node, tokens_after
+from .graph import CONSTANT_OPS, UNARY, Graph, Node, tokens_after, width_after
 from .graph_tokens import LAYOUTS
 from .modelfile import FORMAT as TRANSFORMER_FORMAT
 from .modelfile import ModelFileError, model_from_json, parse_number
@@ -134,7 +134,7 @@ def graph_from_json(data) -> Graph:
     nodes = []
     for i, nd in enumerate(nodes_in):
         node = _node(nd, f"nodes[{i}]", widths, tokens_of)
-        w = _out_width(node, widths)
+        w = width_after(node, widths)
         t = tokens_after(node, tokens_of)
         if w > MAX_WIDTH:
             raise GraphFileError(f"node {node.name!r} ({node.op}): width {w}, more than the {MAX_WIDTH} a graph holds")
@@ -292,19 +292,6 @@ def _mask(m, what, L):
             raise GraphFileError(f"{what}.mask[{j}]: query {j} attends no key (a row of zeros)")
         rows.append(tuple(row))
     return tuple(rows)
-
-
-def _out_width(node: Node, widths) -> int:
-    p = node.params
-    if node.op == "affine":
-        return len(p["W"])
-    if node.op == "attention":
-        return len(p["Wo"])
-    if node.op == "slice":
-        return p["stop"] - p["start"]
-    if node.op == "concat":
-        return sum(widths[i] for i in node.inputs)
-    return widths[node.inputs[0]]
 
 
 # ------------------------------------------------------------------------------------------

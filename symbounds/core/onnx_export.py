@@ -134,9 +134,17 @@ def model_to_onnx(model: Transformer):
     return proto
 
 
-def export_onnx(model: Transformer, path: str) -> None:
-    """Write :func:`model_to_onnx` of ``model`` to ``path`` (atomically: an earlier file stays whole
-    when the export fails)."""
+def export_onnx(model, path: str, dtype: str = "float64") -> None:
+    """Write :func:`model_to_onnx` of ``model`` (a layer graph: :func:`graph_to_onnx`, float64 or
+    float32) to ``path`` (atomically: an earlier file stays whole when the export fails)."""
     from .files import atomic_write
+    from .graph import Graph
+    from .graph_onnx_export import graph_to_onnx
 
-    atomic_write(path, model_to_onnx(model).SerializeToString())
+    if isinstance(model, Graph):
+        proto = graph_to_onnx(model, dtype)
+    elif dtype != "float64":
+        raise OnnxError(f"--dtype {str(dtype)[:20]}: a symbounds-transformer/1 model is exported in float64 only")
+    else:
+        proto = model_to_onnx(model)
+    atomic_write(path, proto.SerializeToString())

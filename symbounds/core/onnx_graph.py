@@ -4,9 +4,11 @@ for ``nn.Sequential`` networks (opset 13 to 18).
 One small method per ONNX operation (:data:`_OPS` names them): Gemm and MatMul by a constant
 (``nn.Linear``; a MatMul's following bias Add is folded into it), Add and Sub (of a constant, or
 of two tensors of one shape: a residual connection), Mul and Div by a constant, Relu, LeakyRelu,
+PRelu (one slope),
 Tanh, Sigmoid, Softplus, Exp, Erf, LayerNormalization (opset 17 on), RMSNormalization and Gelu
 (where a graph has them), Constant and Identity.  PyTorch writes GELU (both forms) and, before
-opset 17, LayerNorm as chains of elementary nodes; those chains are recognised and read as the
+opset 17, LayerNorm as chains of elementary nodes (and :mod:`symbounds.core.graph_onnx_export`
+writes RMSNorm as one); those chains are recognised and read as the
 one operation they compute, with the graph's own constants (the float64 ``sqrt 2`` it divides by,
 its ``sqrt(2/pi)``, its ``eps``), so the imported function is the graph's exactly.  Every float
 weight is its exact binary rational.
@@ -118,6 +120,8 @@ class _GraphImporter:
                     raise OnnxError(f"{where}: the {op} chain does not start from a computed tensor")
                 if op == "layer_norm_chain":
                     op, params = "layer_norm", self.chain_params(params, src.width, where)
+                elif op == "rms_norm_chain":
+                    op, params = "rms_norm", self.chain_params(params, src.width, where, bias=False)
                 vals[nd.output[0]] = self.emit(op, [src], params, src.width, nd.output[0])
                 continue
             args = []
@@ -157,10 +161,11 @@ class _GraphImporter:
             return tuple(a.reshape(-1))
         raise OnnxError(f"{where}: a constant of shape {list(a.shape)} does not broadcast over rows of width {width}")
 
-    def chain_params(self, p, width, where) -> dict:
-        """A LayerNorm chain's weight and bias (one per column, or one number), defaults 1 and 0."""
+    def chain_params(self, p, width, where, bias=True) -> dict:
+        """A LayerNorm (RMSNorm: ``bias=False``) chain's weight and bias (one per column, or one
+        number), defaults 1 and 0."""
         out = {"eps": p["eps"]}
-        for key, default in (("weight", Fraction(1)), ("bias", Fraction(0))):
+        for key, default in (("weight", Fraction(1)), ("bias", Fraction(0)))[:2 if bias else 1]:
             v = p.get(key, (default,))
             if len(v) == 1:
                 v = v * width
@@ -289,6 +294,16 @@ class _GraphImporter:
         alpha = Fraction(float(self.attr(nd, "alpha", 0.01)))
         return self.emit("leaky_relu", [a], {"alpha": alpha}, a.width, nd.output[0])
 
+    def op_prelu(self, nd, args, where):
+        """PRelu with one constant slope (``nn.PReLU`` with one parameter): a leaky ReLU."""
+        a = self.tensor(args[0], where)
+        if len(args) != 2 or not isinstance(args[1], _C) or args[1].a.size == 0:
+            raise OnnxError(f"{where}: the slope must be a constant")
+        slopes = set(args[1].a.reshape(-1))
+        if len(slopes) != 1:
+            raise OnnxError(f"{where}: one slope per channel is not supported (only one slope)")
+        return self.emit("leaky_relu", [a], {"alpha": slopes.pop()}, a.width, nd.output[0])
+
     def op_gelu(self, nd, args, where):
         """Gelu (opset 20): ``approximate`` "none" (erf) or "tanh"."""
         a = self.tensor(args[0], where)
@@ -338,7 +353,7 @@ class _GraphImporter:
 
     # --- chains PyTorch writes for one operation ----------------------------------------------------
     def find_chains(self, nodes) -> None:
-        """Recognise GELU (erf and tanh forms) and LayerNorm written as elementary nodes."""
+        """Recognise GELU (erf and tanh forms), LayerNorm and RMSNorm written as elementary nodes."""
         self.producer = {o: (k, nd) for k, nd in enumerate(nodes) for o in nd.output}
         self.consumers: dict = {}
         for k, nd in enumerate(nodes):
@@ -347,7 +362,7 @@ class _GraphImporter:
         for k, nd in enumerate(nodes):
             if k in self.skip:
                 continue
-            for match in (self._gelu_erf, self._gelu_tanh, self._layer_norm_chain):
+            for match in (self._gelu_erf, self._gelu_tanh, self._layer_norm_chain, self._rms_norm_chain):
                 m = match(k, nd)
                 if m is not None:
                     last, inner, fused = m
@@ -509,6 +524,33 @@ class _GraphImporter:
                         last = ab[0]
         return last, inner - {last}, ("layer_norm_chain", x, params)
 
+    def _rms_norm_chain(self, k, nd):
+        """``Mul(x, x) -> ReduceMean -> Add eps -> Sqrt -> Div(x, .) [-> Mul w]``: RMSNorm, as
+        :mod:`symbounds.core.graph_onnx_export` writes it."""
+        if nd.op_type != "Mul" or len(nd.input) != 2 or nd.input[0] != nd.input[1]:
+            return None
+        x = nd.input[0]
+        rm = self._only(nd.output[0], "ReduceMean")
+        if rm is None or not self._last_axis(rm[1]):
+            return None
+        ad = self._only(rm[1].output[0], "Add")
+        eps = None if ad is None else self._scalar(self._other(ad[1], rm[1].output[0]))
+        if eps is None or eps <= 0:
+            return None
+        sq = self._only(ad[1].output[0], "Sqrt")
+        dv = None if sq is None else self._only(sq[1].output[0], "Div")
+        if dv is None or list(dv[1].input) != [x, sq[1].output[0]]:
+            return None
+        inner = {k, rm[0], ad[0], sq[0], dv[0]}
+        last, params = dv[0], {"eps": eps}
+        mw = self._only(dv[1].output[0], "Mul")
+        w = None if mw is None else self._other(mw[1], dv[1].output[0])
+        if w in self.vals and isinstance(self.vals[w], _C):
+            params["weight"] = tuple(self.vals[w].a.reshape(-1))
+            inner.add(mw[0])
+            last = mw[0]
+        return last, inner - {last}, ("rms_norm_chain", x, params)
+
 
 #: the elementwise ONNX operations read as the layer graph's node of the same function
 _UNARY = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Exp": "exp", "Erf": "erf", "Softplus": "softplus"}
@@ -516,7 +558,7 @@ _UNARY = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Exp": "exp", "E
 _OPS = {
     "Constant": "op_constant", "Identity": "op_identity", "Gemm": "op_gemm", "MatMul": "op_matmul",
     "Add": "op_add", "Sub": "op_add", "Mul": "op_mul", "Div": "op_mul",
-    "LeakyRelu": "op_leaky_relu", "Gelu": "op_gelu", "LayerNormalization": "op_layer_norm",
+    "LeakyRelu": "op_leaky_relu", "PRelu": "op_prelu", "Gelu": "op_gelu", "LayerNormalization": "op_layer_norm",
     "RMSNormalization": "op_rms_norm",
     **{name: "op_unary" for name in _UNARY},
 }

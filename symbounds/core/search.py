@@ -65,6 +65,7 @@ import numpy as np
 from .claims import Verdict
 from .contexts import BallContext, ExactContext, ExactUnsupported, Undecided
 from .float_boxes import evaluator
+from .graph import Graph
 from .taylor import TaylorContext
 from .transformer import Transformer, forward
 
@@ -225,6 +226,13 @@ class BoxEvaluator:
             lin = linear_evaluator(model, self.prec, self.fast)
             if lin is not None and (linear is True or lin.small()):
                 self.linear = lin
+        #: a layer graph's backward linear bounds (:mod:`symbounds.core.linear_graph`), met with its
+        #: Arb Taylor models box by box
+        self.graph_linear = False
+        if linear and isinstance(model, Graph):
+            from .linear_graph import small_graph
+
+            self.graph_linear = linear is True or small_graph(model)
         self._exact_ok = True  # False once the network is seen to need a transcendental function
         self.counts: dict = {}
         #: boxes halved per step of the search, and (starts, steps) of a descent
@@ -316,9 +324,10 @@ class BoxEvaluator:
                 ball_enc = _from_balls(ball, vals, "ball", ball, vals)
         except (Undecided, ZeroDivisionError):
             pass
-        if taylor is None:
-            return ball_enc
-        return taylor.meet(ball_enc)
+        enc = ball_enc if taylor is None else taylor.meet(ball_enc)
+        if self.graph_linear:
+            enc = _meet_graph_linear(self.model, box, self.prec, enc)
+        return enc
 
     def _exact(self, x) -> Enclosure | None:
         if not self._exact_ok:
@@ -396,6 +405,27 @@ _HUGE = flint.arb(2) ** 4096
 def _usable(b) -> bool:
     """Whether the ball ``b`` is finite and below :data:`_HUGE` in magnitude."""
     return b.is_finite() and abs(b).upper() < _HUGE
+
+
+def _meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None) -> Enclosure | None:
+    """``enc`` met with the graph's backward linear bounds over ``box`` (method "linear" where those
+    are narrower at some output; the Taylor models, which keep the outputs' correlation, stay)."""
+    from .linear_graph import linear_graph_bounds
+
+    try:
+        lin = linear_graph_bounds(graph, box.centre, box.half, prec)
+    except (Undecided, ZeroDivisionError, ValueError):
+        lin = None
+    if lin is None or not all(_usable(a) and _usable(b) for a, b in lin):
+        return enc
+    ball = BallContext(prec)
+    lo = tuple(ball.to_fraction_bounds(a)[0] for a, _ in lin)
+    hi = tuple(ball.to_fraction_bounds(b)[1] for _, b in lin)
+    if enc is None:
+        return Enclosure(lo, hi, "linear")
+    met = enc.meet(Enclosure(lo, hi, "linear"))
+    narrower = any(a > b for a, b in zip(met.lo, enc.lo)) or any(a < b for a, b in zip(met.hi, enc.hi))
+    return Enclosure(met.lo, met.hi, "linear" if narrower else enc.method, enc.ctx, enc.vals)
 
 
 def _from_balls(ball: BallContext, balls, method, ctx, vals) -> Enclosure:

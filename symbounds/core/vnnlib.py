@@ -342,7 +342,7 @@ class _Property(Problem):
         for j, a in c.coeffs:
             lo += a * (enc.lo[j] if a > 0 else enc.hi[j])
             hi += a * (enc.hi[j] if a > 0 else enc.lo[j])
-        if enc.method == "taylor" and len(c.coeffs) > 1:
+        if enc.vals is not None and enc.method in ("taylor", "linear") and len(c.coeffs) > 1:
             tlo, thi = enclosure(enc.ctx, _value(enc.ctx, c, enc.vals))
             lo, hi = max(lo, tlo), min(hi, thi)
         return lo, hi

@@ -714,3 +714,92 @@ def test_taylor_models_of_attention_are_first_order_tight():
                 assert abs(float(gi.mid()) - float(grads[i][k])) < 1e-5, (trial, k, i)
             rem = tm.ball.to_fraction_bounds(v.r)[1] if v.r is not None else 0
             assert lin > 0 and rem < lin / 10, (trial, k, float(rem), float(lin))
+
+
+def test_mpmath_and_float_contexts_agree_with_the_reference():
+    """The same node in mpmath at 300 bits (to 2^-250) and in float64 (to 10^-10) on random
+    graphs: evidence contexts run the one formula too."""
+    from symbounds.core.contexts import FPContext
+
+    rng = random.Random(4)
+    for _ in range(10):
+        doc = random_graph(rng, hardmax=rng.random() < 0.3)
+        g = graph_from_json(doc)
+        x = [Fraction(rng.randint(-16, 16), 16) for _ in range(g.input_count)]
+        ref = [_frac(v) for v in reference(doc, x)]
+        mp = MPContext(300)
+        for v, r in zip(g.evaluate(mp, x), ref):
+            assert abs(_frac(v) - r) <= Fraction(1, 2**250) * (1 + abs(r))
+        for v, r in zip(g.evaluate(FPContext(), x), ref):
+            assert abs(v - float(r)) <= 1e-10 * (1 + abs(float(r)))
+
+
+def test_the_one_step_dot_product_of_taylor_models_encloses_every_value():
+    """``graph_tokens._dot_tm`` against the values ``sum_i (c_i + g_i d + e_i)(c'_i + g'_i d + e'_i)``
+    at the corners ``d = +-h``, ``e = +-r`` (where, with aligned signs, the remainder bound is
+    attained: every term of it is needed), and against the products summed by ``TM`` itself."""
+    import itertools
+
+    import flint
+
+    from symbounds.core.graph_tokens import _dot_tm
+    from symbounds.core.taylor import TM
+
+    rng = random.Random(13)
+    for trial in range(20):
+        m = rng.randint(1, 3)
+        h = Fraction(rng.randint(1, 8), 8)
+        tm = TaylorContext(128, [Fraction(0)], [h])
+        sign = 1 if trial % 2 else rng.choice([-1, 1])  # aligned signs: the bound is attained
+
+        def model():
+            c, gg, r = (Fraction(sign * rng.randint(0, 8), 8) for _ in range(3))
+            kind = rng.random()
+            g = None if kind < 0.2 else gg
+            r = None if kind > 0.8 else abs(r)
+            with tm.scope():
+                return TM(tm, flint.arb(c.numerator) / c.denominator,
+                          None if g is None else (flint.arb(g.numerator) / g.denominator,),
+                          None if r is None else flint.arb(r.numerator) / r.denominator), (c, g or 0, r or 0)
+
+        pairs = [(model(), model()) for _ in range(m)]
+        a = [p[0][0] for p in pairs]
+        b = [p[1][0] for p in pairs]
+        with tm.scope():
+            fused = _dot_tm(tm, a, b, [u.dev() for u in a], [v.dev() for v in b]).range()
+            summed = a[0] * b[0]
+            for u, v in zip(a[1:], b[1:]):
+                summed = summed + u * v
+        lo, hi = tm.ball.to_fraction_bounds(fused)
+        slo, shi = tm.ball.to_fraction_bounds(summed.range())
+        assert abs((hi - lo) - (shi - slo)) <= Fraction(1, 2**24) * (1 + shi - slo)  # the same bound (to Arb's radii)
+        best = None
+        for d in (-h, h):
+            for es in itertools.product(*[(-1, 1)] * (2 * m)):
+                val = Fraction(0)
+                for i, ((_, (c, g, r)), (_, (c2, g2, r2))) in enumerate(pairs):
+                    val += (c + g * d + es[2 * i] * r) * (c2 + g2 * d + es[2 * i + 1] * r2)
+                assert lo <= val <= hi, (trial, float(val), float(lo), float(hi))
+                best = val if best is None else max(best, val)
+        if trial % 2:  # every sign aligned (all >= 0): the upper end is attained, up to an Arb radius's
+            assert hi - best <= Fraction(1, 2**24) * (1 + abs(best))  # 30-bit rounding
+
+
+def test_a_graph_built_in_python_gets_its_widths_and_rows():
+    """An importer may build the nodes itself: ``Graph`` completes the widths and counts the rows."""
+    from symbounds.core.graph import Graph, Node
+
+    att = Node("a", "attention", ("x",), {"heads": 1, "Wq": ((Fraction(1), Fraction(0)),),
+                                          "Wk": ((Fraction(0), Fraction(1)),), "Wv": ((Fraction(1), Fraction(1)),),
+                                          "Wo": ((Fraction(1),), (Fraction(2),), (Fraction(-1),)),
+                                          "scale": {"inv_sqrt": 1}, "mask": "causal", "sequence_length": 3})
+    nodes = (att, Node("s", "slice", ("a",), {"start": 1, "stop": 3}), Node("c", "concat", ("s", "x"), {}),
+             Node("t", "select_tokens", ("c",), {"indices": (5, 0)}))
+    g = Graph("x", 6, 2, nodes, "t", {"x": 2})
+    assert g.widths == {"x": 2, "a": 3, "s": 2, "c": 4, "t": 4} and (g.out_tokens, g.output_count) == (2, 8)
+    doc = graph_to_json(g)
+    VALIDATOR.validate(doc)
+    x = [Fraction(rng) / 4 for rng in range(-6, 6)]
+    ball = BallContext(128)
+    with ball.scope():
+        assert_encloses(ball, g.evaluate(ball, x), reference(doc, x))
