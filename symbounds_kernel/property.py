@@ -21,6 +21,7 @@ from itertools import product
 from flint import ctx
 
 from . import taylor as tm
+from .graph import FORMAT as GRAPH, Graph
 from .network import Network, _ball
 from .read import Rejected, number
 from .verify import PREC, SPLITS, covers, digested
@@ -163,19 +164,16 @@ def check_property(cert, progress=None) -> str:
     old = ctx.prec
     ctx.prec = PREC
     try:
-        base = model["embedding"].get("base") if isinstance(model.get("embedding"), dict) else None
-        if isinstance(model.get("readout"), dict):
-            outputs, nets = 1, {0: Network(model, m)}
-        elif isinstance(base, list) and base and isinstance(base[0], list):  # Y_{jD + r} = Z_L[r, j]
-            outputs = len(base) * len(base[0])
-            nets = {o: Network(dict(model, readout={"row": o % len(base), "column": o // len(base)}), m)
-                    for o in _used(alternatives) if o < outputs}
+        if model.get("format") == GRAPH:
+            g = Graph(model, m)
+            outputs, outs = g.outputs, lambda lo, hi: dict(enumerate(g.taylor(lo, hi)[0]))
         else:
-            raise Rejected("model: not a vector-input model with an embedding")
+            outputs, nets = _networks(model, m, alternatives)
+            outs = lambda lo, hi: {o: net.taylor(lo, hi)[0] for o, net in nets.items()}
         if k != outputs:
             raise Rejected(f"the property has {k} outputs, the model {outputs}")
         for i, (lo, hi) in enumerate(leaves):
-            if not _unsafe_unreachable(nets, alternatives, lo, hi, SPLITS):
+            if not _unsafe_unreachable(outs, alternatives, lo, hi, SPLITS):
                 raise Rejected(f"leaf {i}: the kernel cannot show every unsafe alternative unreachable on it")
             if progress is not None:
                 progress(i + 1, len(leaves))
@@ -183,6 +181,19 @@ def check_property(cert, progress=None) -> str:
         ctx.prec = old
     return (f"{len(leaves)} leaves cover the property's box ({m} inputs); on each, none of the "
             f"{len(alternatives)} unsafe alternative(s) is reachable: unsat")
+
+
+def _networks(model, m, alternatives):
+    """The outputs' count and a :class:`Network` for each output the property reads: the readout,
+    or without one ``Y_{jD + r} = Z_L[r, j]``."""
+    base = model["embedding"].get("base") if isinstance(model.get("embedding"), dict) else None
+    if isinstance(model.get("readout"), dict):
+        return 1, {0: Network(model, m)}
+    if isinstance(base, list) and base and isinstance(base[0], list):
+        outputs = len(base) * len(base[0])
+        return outputs, {o: Network(dict(model, readout={"row": o % len(base), "column": o // len(base)}), m)
+                         for o in _used(alternatives) if o < outputs}
+    raise Rejected("model: not a vector-input model with an embedding, nor a layer graph")
 
 
 def _used(alternatives):
@@ -203,11 +214,11 @@ def _leaves(raw, L, H):
     return out
 
 
-def _unsafe_unreachable(nets, alternatives, lo, hi, splits) -> bool:
+def _unsafe_unreachable(outs, alternatives, lo, hi, splits) -> bool:
     """Does every alternative have a constraint false on the whole box (from one enclosure of the
-    outputs, or from the two halves of the box)?"""
+    outputs ``outs(lo, hi)``, or from the two halves of the box)?"""
     try:
-        ys = {o: net.taylor(lo, hi)[0] for o, net in nets.items()}
+        ys = outs(lo, hi)
         h = [_ball((c - a) / 2) for a, c in zip(lo, hi)]
         if all(any(_false(ys, cs, const, strict, h, len(lo)) for cs, const, strict in alt) for alt in alternatives):
             return True
@@ -218,8 +229,8 @@ def _unsafe_unreachable(nets, alternatives, lo, hi, splits) -> bool:
         return False
     j = widths.index(max(widths))
     mid = (lo[j] + hi[j]) / 2
-    return (_unsafe_unreachable(nets, alternatives, lo, hi[:j] + [mid] + hi[j + 1:], splits - 1)
-            and _unsafe_unreachable(nets, alternatives, lo[:j] + [mid] + lo[j + 1:], hi, splits - 1))
+    return (_unsafe_unreachable(outs, alternatives, lo, hi[:j] + [mid] + hi[j + 1:], splits - 1)
+            and _unsafe_unreachable(outs, alternatives, lo[:j] + [mid] + lo[j + 1:], hi, splits - 1))
 
 
 def _false(ys, cs, const, strict, h, d) -> bool:

@@ -330,16 +330,9 @@ def is_property_certificate(path: str) -> dict | None:
     return obj if isinstance(obj, dict) and obj.get("format") == PROPERTY_FORMAT else None
 
 
-#: what ``check`` says of the kernel on a certificate whose network is a layer graph
-KERNEL_NO_GRAPHS = ("independent kernel: not run: the kernel does not read layer graphs (symbounds-graph/1); "
-                    "only the full re-verification above checked this certificate")
-
-
 def run_property_check(args, cert: dict) -> int:
-    """The full re-verification, then the independent kernel; 0 only when both accept.  The
-    kernel does not read layer graphs: for a certificate of one it is not run, ``check`` says so
-    in one line, and exits 1 however the full check ended (as when the kernel cannot read a
-    certificate: the kernel's acceptance is missing, so the exit is not 0)."""
+    """The full re-verification, then the independent kernel (which reads both model formats,
+    ``symbounds-transformer/1`` and the layer graphs ``symbounds-graph/1``); 0 only when both accept."""
     from ..core.property_certificate import PropertyCertificateError, check_property_certificate
     from .args import Bar, kernel_verdict
 
@@ -357,14 +350,5 @@ def run_property_check(args, cert: dict) -> int:
         print(f"property certificate valid: {info['leaves']} leaves cover the input box of "
               f"{src.get('property', 'the property')} ({info['inputs']} inputs; {info['nodes']} boxes re-evaluated); "
               f"on each, none of the {info['alternatives']} unsafe alternative(s) is reachable: unsat")
-    if _embeds_graph(cert):
-        print(KERNEL_NO_GRAPHS)
-        return 1
     return kernel_verdict(args, full, "leaves")
 
-
-def _embeds_graph(cert: dict) -> bool:
-    from ..core.graph_file import FORMAT as GRAPH_FORMAT
-
-    model = cert.get("model")
-    return isinstance(model, dict) and model.get("format") == GRAPH_FORMAT

@@ -227,7 +227,7 @@ def test_property_model_without_readout_or_embedding_base_is_refused_by_name(emb
 
     cert = _accepted_property()
     model = {k: v for k, v in cert["model"].items() if k != "readout"} | {"embedding": embedding}
-    with pytest.raises(Rejected, match="^" + re.escape("model: not a vector-input model with an embedding") + "$"):
+    with pytest.raises(Rejected, match="^" + re.escape("model: not a vector-input model with an embedding, nor a layer graph") + "$"):
         kp.check_property(_with_model(cert, model))
 
 

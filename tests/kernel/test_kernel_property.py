@@ -243,6 +243,10 @@ class _Coordinate:
         c = arb((lo[self.j] + hi[self.j]).numerator) / (lo[self.j] + hi[self.j]).denominator / 2
         return [taylor.TM(c, [arb(int(i == self.j)) for i in range(self.d)], arb(0))]
 
+    def __call__(self, lo, hi):
+        """The outputs by index, as the property check asks for them."""
+        return {0: self.taylor(lo, hi)[0]}
+
 
 def _alt(w, const, strict):
     """One alternative of one constraint ``w Y_0 + const <= 0`` (``< 0`` if strict)."""
@@ -256,14 +260,14 @@ def test_a_leaf_is_decided_from_its_exact_half_widths():
     """Y_0 = X_0 on [0, 1]: ``Y_0 >= 1 + 1/10`` is unreachable from the one enclosure [0, 1] (too
     wide a half-width would not show it), ``Y_0 >= 9/10`` is reachable (at X_0 = 1) and must not
     be proved with any number of splits (too narrow a half-width would)."""
-    assert kp._unsafe_unreachable({0: _Coordinate(0, 1)}, _alt(-1, F(11, 10), False), [F(0)], [F(1)], 0)
-    assert not kp._unsafe_unreachable({0: _Coordinate(0, 1)}, _alt(-1, F(9, 10), False), [F(0)], [F(1)], 4)
+    assert kp._unsafe_unreachable(_Coordinate(0, 1), _alt(-1, F(11, 10), False), [F(0)], [F(1)], 0)
+    assert not kp._unsafe_unreachable(_Coordinate(0, 1), _alt(-1, F(9, 10), False), [F(0)], [F(1)], 4)
 
 
 def test_a_strict_constraint_touching_zero_is_false_and_a_constant_constraint_is_read():
     """At the point X_0 = 0 (an exact enclosure 0) ``Y_0 < 0`` is false and ``Y_0 <= 0`` is not; a
     constraint with no output, ``1 <= 0``, is false on every box."""
-    net = {0: _Coordinate(0, 1)}
+    net = _Coordinate(0, 1)
     assert kp._unsafe_unreachable(net, _alt(1, 0, True), [F(0)], [F(0)], 0)
     assert not kp._unsafe_unreachable(net, _alt(1, 0, False), [F(0)], [F(0)], 3)
     assert kp._unsafe_unreachable(net, [[([], F(1), False)]], [F(0)], [F(1)], 0)
@@ -278,16 +282,16 @@ def test_the_leaves_bisection_halves_the_widest_side_exactly_and_counts_depth():
     empty = [[([(0, F(-1))], F(3, 8) + F(1, 100), False), ([(0, F(1))], -(F(3, 8) - F(1, 100)), False)]]
     lo, hi = [F(0), F(1, 2)], [F(1), F(5, 8)]
     net = _Coordinate(0, 2)
-    assert kp._unsafe_unreachable({0: net}, empty, lo, hi, 3)
+    assert kp._unsafe_unreachable(net, empty, lo, hi, 3)
     y = [F(1, 2), F(5, 8)]
     seen = [([0, y[0]], [1, y[1]]), ([0, y[0]], [F(1, 2), y[1]]), ([0, y[0]], [F(1, 4), y[1]]),
             ([F(1, 4), y[0]], [F(1, 2), y[1]]), ([F(1, 4), y[0]], [F(3, 8), y[1]]), ([F(3, 8), y[0]], [F(1, 2), y[1]]),
             ([F(1, 2), y[0]], [1, y[1]])]
     assert net.seen == seen
     net = _Coordinate(0, 2)
-    assert not kp._unsafe_unreachable({0: net}, empty, lo, hi, 2)
+    assert not kp._unsafe_unreachable(net, empty, lo, hi, 2)
     assert net.seen == seen[:4]
     # the same with the two sides swapped (Y_0 = X_1): the halves of side 1 keep side 0's ends
     net = _Coordinate(1, 2)
-    assert kp._unsafe_unreachable({0: net}, empty, lo[::-1], hi[::-1], 3)
+    assert kp._unsafe_unreachable(net, empty, lo[::-1], hi[::-1], 3)
     assert net.seen == [(a[::-1], b[::-1]) for a, b in seen]
