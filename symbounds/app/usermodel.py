@@ -428,7 +428,7 @@ def _import(args) -> int:
         export_graph(model, args.out)
         written(args.out)
         print(f"symbounds import: {args.onnx}: a layer graph (symbounds-graph/1) of {len(model.nodes)} nodes, "
-              f"input [{model.tokens}, {model.in_width}], output [{model.tokens}, {model.out_width}]")
+              f"input [{model.tokens}, {model.in_width}], output [{model.out_tokens}, {model.out_width}]")
         return 0
     export_model(model, args.out)
     written(args.out)

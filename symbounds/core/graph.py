@@ -39,7 +39,7 @@ from . import activations as act
 from . import graph_tokens as gt
 from .contexts import BallContext, Context, ExactUnsupported
 
-__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after"]
+__all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after", "width_after"]
 
 #: entry-by-entry functions without parameters
 UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus": act.softplus, "exp": act.exp,
@@ -71,8 +71,9 @@ class Node:
 
 
 class Graph:
-    """A layer graph (see the module docstring); ``widths`` maps every tensor to its width, and
-    ``tokens_of`` (computed from the nodes) every tensor to its number of rows."""
+    """A layer graph (see the module docstring); ``widths`` maps every tensor to its width (a node
+    missing from the given ``widths`` gets :func:`width_after`'s), and ``tokens_of`` (computed from
+    the nodes) every tensor to its number of rows."""
 
     #: how the box search lays out the input (neither a vector model nor a token set)
     input = "graph"
@@ -85,8 +86,11 @@ class Graph:
         self.nodes, self.output, self.widths = tuple(nodes), output, dict(widths)
         self.source = source
         self.tokens_of = {input_name: tokens}
+        self.widths.setdefault(input_name, width)
         for nd in self.nodes:
             self.tokens_of[nd.name] = tokens_after(nd, self.tokens_of)
+            if nd.name not in self.widths:
+                self.widths[nd.name] = width_after(nd, self.widths)
         self._numeric: dict = {}
 
     # --- shape ---------------------------------------------------------------------------------
@@ -161,6 +165,20 @@ def tokens_after(nd: Node, tokens_of: dict) -> int:
     if nd.op == "mean_tokens":
         return t // (nd.params.get("sequence_length") or t)
     return t
+
+
+def width_after(nd: Node, widths: dict) -> int:
+    """The width of node ``nd``'s output, from its inputs' (``widths``)."""
+    p = nd.params
+    if nd.op == "affine":
+        return len(p["W"])
+    if nd.op == "attention":
+        return len(p["Wo"])
+    if nd.op == "slice":
+        return p["stop"] - p["start"]
+    if nd.op == "concat":
+        return sum(widths[i] for i in nd.inputs)
+    return widths[nd.inputs[0]]
 
 
 def _tensor(ctx: Context, nd: Node, p: dict, args: list) -> list:

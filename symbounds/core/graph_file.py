@@ -27,7 +27,7 @@ import re
 from fractions import Fraction
 
 from .files import atomic_write, read_json_file
-from .graph import CONSTANT_OPS, UNARY, Graph, Node, tokens_after
+from .graph import CONSTANT_OPS, UNARY, Graph, Node, tokens_after, width_after
 from .graph_tokens import LAYOUTS
 from .modelfile import FORMAT as TRANSFORMER_FORMAT
 from .modelfile import ModelFileError, model_from_json, parse_number
@@ -74,7 +74,7 @@ def _vector(obj, what, n) -> tuple:
     return tuple(_number(v, f"{what}[{i}]") for i, v in enumerate(obj))
 
 
-def _matrix(obj, what, cols) -> tuple:
+def _matrix(obj, what, cols, of="the input's width") -> tuple:
     """A list of rows of ``cols`` numbers (at most :data:`MAX_WIDTH` rows), shape checked first."""
     if not isinstance(obj, list) or not obj:
         raise GraphFileError(f"{what}: expected a non-empty list of rows")
@@ -82,7 +82,7 @@ def _matrix(obj, what, cols) -> tuple:
         raise GraphFileError(f"{what}: {len(obj)} rows, more than the {MAX_WIDTH} a graph holds")
     for i, r in enumerate(obj):
         if not isinstance(r, list) or len(r) != cols:
-            raise GraphFileError(f"{what}[{i}]: expected a row of {cols} numbers (the input's width)")
+            raise GraphFileError(f"{what}[{i}]: expected a row of {cols} numbers ({of})")
     return tuple(tuple(_number(v, f"{what}[{i}][{j}]") for j, v in enumerate(r)) for i, r in enumerate(obj))
 
 
@@ -134,7 +134,7 @@ def graph_from_json(data) -> Graph:
     nodes = []
     for i, nd in enumerate(nodes_in):
         node = _node(nd, f"nodes[{i}]", widths, tokens_of)
-        w = _out_width(node, widths)
+        w = width_after(node, widths)
         t = tokens_after(node, tokens_of)
         if w > MAX_WIDTH:
             raise GraphFileError(f"node {node.name!r} ({node.op}): width {w}, more than the {MAX_WIDTH} a graph holds")
@@ -254,7 +254,7 @@ def _attention(nd, what, E, t) -> dict:
         p[b] = _vector(nd[b], f"{what}.{b}", n) if b in nd else (Fraction(0),) * n
     if len(p["Wk"]) != len(p["Wq"]):
         raise GraphFileError(f"{what}.Wk: {len(p['Wk'])} rows, Wq has {len(p['Wq'])} (queries and keys share d_k)")
-    p["Wo"] = _matrix(nd["Wo"], f"{what}.Wo", len(p["Wv"]))
+    p["Wo"] = _matrix(nd["Wo"], f"{what}.Wo", len(p["Wv"]), "the rows of Wv: heads x d_v")
     p["bo"] = _vector(nd["bo"], f"{what}.bo", len(p["Wo"])) if "bo" in nd else (Fraction(0),) * len(p["Wo"])
     sc = nd["scale"]
     if isinstance(sc, dict):
@@ -292,19 +292,6 @@ def _mask(m, what, L):
             raise GraphFileError(f"{what}.mask[{j}]: query {j} attends no key (a row of zeros)")
         rows.append(tuple(row))
     return tuple(rows)
-
-
-def _out_width(node: Node, widths) -> int:
-    p = node.params
-    if node.op == "affine":
-        return len(p["W"])
-    if node.op == "attention":
-        return len(p["Wo"])
-    if node.op == "slice":
-        return p["stop"] - p["start"]
-    if node.op == "concat":
-        return sum(widths[i] for i in node.inputs)
-    return widths[node.inputs[0]]
 
 
 # ------------------------------------------------------------------------------------------

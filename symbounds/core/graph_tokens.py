@@ -30,8 +30,11 @@ A tensor of ``T`` rows holds ``S = T / L`` independent sequences of length ``L``
 
 from __future__ import annotations
 
+import flint
+
 from .contexts import ExactUnsupported
 from .evaluator import ScalarEvaluator
+from .taylor import TM, TaylorContext
 
 __all__ = ["LAYOUTS", "sequences", "allowed_keys", "attention", "mean_tokens", "select_tokens", "slice_columns",
            "concat_columns"]
@@ -57,11 +60,46 @@ def allowed_keys(mask, L: int) -> list:
     return [[k for k in range(L) if mask[j][k]] for j in range(L)]
 
 
-def _dot(ctx, a, b):
+def _dot(ctx, a, b, la=None, lb=None):
+    """``sum_i a_i b_i``; for Taylor models in one step (:func:`_dot_tm`) with the bounds ``la``,
+    ``lb`` of the linear parts when given (a query row meets every key: they are computed once)."""
+    if isinstance(ctx, TaylorContext):
+        return _dot_tm(ctx, a, b, la or [u._lin_bound() for u in a], lb or [v._lin_bound() for v in b])
     s = a[0] * b[0]
     for u, v in zip(a[1:], b[1:]):
         s = s + u * v
     return s
+
+
+def _dot_tm(ctx, a, b, la, lb) -> TM:
+    """``sum_i a_i b_i`` of Taylor models ``a_i = c + <g, delta> + [-r, r]``: each product is
+    ``c_a c_b + <c_b g_a + c_a g_b, delta>`` plus at most ``La Lb + r_a (|c_b| + Lb) + r_b (|c_a| + La)
+    + r_a r_b`` (``L`` the bound of a linear part: :meth:`TM.__mul__`'s remainder), summed in one
+    model instead of ``2 len(a)`` intermediate ones."""
+    zero = ctx._zero_arb
+    c, g, rem = zero, None, zero
+    for u, v, Lu, Lv in zip(a, b, la, lb):
+        c = c + u.c * v.c
+        ug, vg = u.g, v.g
+        if ug is not None and vg is not None:
+            uc, vc = u.c, v.c
+            part = [p * vc + q * uc for p, q in zip(ug, vg)]
+            rem = rem + Lu * Lv
+        elif ug is not None:
+            part = [p * v.c for p in ug]
+        elif vg is not None:
+            part = [q * u.c for q in vg]
+        else:
+            part = None
+        if part is not None:
+            g = part if g is None else [x + y for x, y in zip(g, part)]
+        if u.r is not None:
+            rem = rem + u.r * (abs(v.c) + Lv)
+        if v.r is not None:
+            rem = rem + v.r * (abs(u.c) + Lu)
+            if u.r is not None:
+                rem = rem + u.r * v.r
+    return TM(ctx, c, None if g is None else tuple(g), None if rem.is_zero() else flint.arb(rem.upper()))
 
 
 def attention(ctx, p: dict, X: list, project) -> list:
@@ -79,6 +117,9 @@ def attention(ctx, p: dict, X: list, project) -> list:
     K = [project(ctx, p["k"], x) for x in X]
     V = [project(ctx, p["v"], x) for x in X]
     dk, dv = len(Q[0]) // h, len(V[0]) // h
+    taylor = isinstance(ctx, TaylorContext)
+    lin = (lambda rows: [[u._lin_bound() for u in row] for row in rows]) if taylor else (lambda rows: [None] * len(rows))
+    QL, KL, VL = lin(Q), lin(K), lin(V)
     L = p["L"] or len(X)
     keys = allowed_keys(p["mask"], L)
     O = [None] * len(X)
@@ -87,14 +128,16 @@ def attention(ctx, p: dict, X: list, project) -> list:
             ks = [seq[k] for k in keys[jp]]
             o = []
             for i in range(h):
-                q = Q[j][i * dk:(i + 1) * dk]
-                scores = [_dot(ctx, q, K[k][i * dk:(i + 1) * dk]) for k in ks]
+                hk = slice(i * dk, (i + 1) * dk)
+                q, ql = Q[j][hk], QL[j] and QL[j][hk]
+                scores = [_dot(ctx, q, K[k][hk], ql, KL[k] and KL[k][hk]) for k in ks]
                 if hard:
                     w = ev.hardmax(scores)
                 else:
                     w = ev.softmax([s * scale for s in scores])
+                wl = [u._lin_bound() for u in w] if taylor else None
                 for a in range(i * dv, (i + 1) * dv):
-                    o.append(_dot(ctx, w, [V[k][a] for k in ks]))
+                    o.append(_dot(ctx, w, [V[k][a] for k in ks], wl, taylor and [VL[k][a] for k in ks] or None))
             O[j] = o
     return [project(ctx, p["o"], o) for o in O]
 
