@@ -85,6 +85,7 @@ class _GraphImporter:
         self.fused: dict = {}  # ONNX node index -> (op, x, params): the last node of a recognised chain
         self.skip: set = set()  # ONNX node indices inside a recognised chain
         self.cache: dict = {}  # (tensor, columns, factor) -> the tensor holding them
+        self.onnx_of: dict = {}  # graph tensor -> the ONNX value it was emitted for
         self.opset = next((int(o.version) for o in proto.opset_import if o.domain in ("", "ai.onnx")), 18)
 
     # --- the graph being built ------------------------------------------------------------------
@@ -107,6 +108,7 @@ class _GraphImporter:
         self.nodes.append(Node(name, op, tuple(inputs), params))
         self.widths[name] = width
         self.rows[name] = self.rows[inputs[0]] if rows is None else rows
+        self.onnx_of[name] = hint
         return name
 
     def node_named(self, name):
@@ -208,8 +210,7 @@ class _GraphImporter:
         tensor (``rowmap[r]`` the tensor's row of the view's row ``r``, None when in order),
         with the view's factor applied; else one line."""
         np = self.np
-        if not isinstance(v, View):
-            raise OnnxError(f"{where}: expected a tensor computed from the input")
+        v = self.view(v, where)
         if v.rank == 0:
             raise OnnxError(f"{where}: a scalar computed from the input")
         lead = v.shape[:-1]
@@ -369,6 +370,9 @@ class _GraphImporter:
         return [i for i in g.input if i.name not in inits][0].type.tensor_type.shape.dim
 
     def view(self, v, where) -> View:
+        if isinstance(v, _Scores):
+            raise OnnxError(f"{where}: reads a product of two computed tensors, which is only supported as the "
+                            "scores of an attention (scaled, masked, Softmax over the keys, times the values)")
         if not isinstance(v, View):
             raise OnnxError(f"{where}: expected a tensor computed from the input")
         return v
@@ -560,8 +564,11 @@ class _GraphImporter:
     def add_constant(self, v: View, onnx_name, c, hint, where) -> View:
         name, rowmap, lead = self.operand(v, where)
         last = self.nodes[-1] if self.nodes else None
+        # only into the affine node of the ONNX value added to itself, when nothing else reads that
+        # value (a reshape of it, read elsewhere, would see the bias too)
         if (last is not None and last.name == name and last.op == "affine" and onnx_name is not None
-                and self.uses.get(onnx_name, 0) == 1 and onnx_name != self.out_name):
+                and self.onnx_of.get(name) == onnx_name and self.uses.get(onnx_name, 0) == 1
+                and onnx_name != self.out_name):
             cs = c * self.widths[name] if len(c) == 1 else c
             b = tuple(x + y for x, y in zip(last.params["b"], cs))
             self.nodes[-1] = Node(last.name, "affine", last.inputs, {"W": last.params["W"], "b": b})

@@ -461,3 +461,67 @@ def test_bound_command_reads_an_exported_attention(tmp_path, capsys):
     assert len(res["lower"]) == y.shape[1]
     for k in range(y.shape[1]):
         assert float(res["lower"][k]) <= y[0, k] <= float(res["upper"][k])
+
+
+# --- token and column operations -----------------------------------------------------------------
+
+
+class MeanPool(torch.nn.Module):
+    """Attention, then the mean over each sequence's tokens (ReduceMean over the token axis)."""
+
+    def __init__(self, batch_first=True):
+        super().__init__()
+        self.m, self.o, self.axis = MHA(batch_first=batch_first, seed=8), torch.nn.Linear(4, 2), 1 if batch_first else 0
+
+    def forward(self, x):
+        return self.o(self.m(x).mean(dim=self.axis))
+
+
+class ClassToken(torch.nn.Module):
+    """Attention, then the first token of each sequence (Gather on the token axis)."""
+
+    def __init__(self):
+        super().__init__()
+        self.m, self.o = MHA(seed=9), torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.o(self.m(x)[:, 0])
+
+
+class Columns(torch.nn.Module):
+    """Slices of the features, one transformed, concatenated back, a residual add, the last two
+    features split off (Slice, Concat and Split on the feature axis)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(2, 3)
+
+    def forward(self, x):
+        h = torch.cat([self.a(x[..., :2]), torch.tanh(x[..., 2:3])], dim=-1) + x
+        u, v = torch.split(h, [2, 2], dim=-1)
+        return torch.cat([v, u * 0.5], dim=-1)
+
+
+@pytest.mark.parametrize("net,shape,ops", [
+    (MeanPool(), (2, L_SEQ, 4), ["attention", "mean_tokens", "affine"]),
+    (MeanPool(batch_first=False), (L_SEQ, 2, 4), ["attention", "mean_tokens", "affine"]),
+    (ClassToken(), (2, L_SEQ, 4), ["attention", "affine", "select_tokens"]),
+    (Columns(), (2, 4), None),
+])
+def test_token_and_column_operations(net, shape, ops):
+    """Mean pooling, a class token and feature slices import as mean_tokens, select_tokens,
+    slice and concat nodes; a 300-bit evaluation agrees with onnxruntime at random points."""
+    data = export(net, shape, 17)
+    g = onnx_to_graph(onnx.load_model_from_string(data))
+    got = [n.op for n in g.nodes]
+    if ops is not None:
+        assert got == ops, got
+    else:
+        assert {"slice", "concat"} <= set(got) and "select_tokens" not in got, got
+    rng = np.random.default_rng(2)
+    xs = [rng.uniform(-1, 1, shape) for _ in range(4)]
+    ys, tol = outputs(data, xs, net)
+    assert g.output_count == ys.shape[1]
+    for x, y in zip(xs, ys):
+        mid, _ = exact_eval(g, x)
+        assert np.all(np.abs(mid - y) <= tol * np.maximum(1, np.abs(y))), (got, np.abs(mid - y).max())
