@@ -46,9 +46,9 @@ UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus":
          "erf": act.erf}
 #: elementwise operations with a constant (one number, or one per column)
 CONSTANT_OPS = ("add_constant", "mul_constant", "div_constant")
-#: every operation of a graph
 #: operations that read several rows, or part of a row (:mod:`symbounds.core.graph_tokens`)
 TOKEN_OPS = ("attention", "slice", "concat", "select_tokens", "mean_tokens")
+#: every operation of a graph
 OPS = ("affine", "add", *CONSTANT_OPS, *UNARY, "leaky_relu", "gelu", "gelu_tanh", "layer_norm", "rms_norm",
        *TOKEN_OPS)
 

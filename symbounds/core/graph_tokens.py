@@ -61,44 +61,43 @@ def allowed_keys(mask, L: int) -> list:
 
 
 def _dot(ctx, a, b, la=None, lb=None):
-    """``sum_i a_i b_i``; for Taylor models in one step (:func:`_dot_tm`) with the bounds ``la``,
-    ``lb`` of the linear parts when given (a query row meets every key: they are computed once)."""
+    """``sum_i a_i b_i``; for Taylor models in one step (:func:`_dot_tm`) with the deviation bounds
+    ``la``, ``lb`` when given (a query row meets every key: they are computed once)."""
     if isinstance(ctx, TaylorContext):
-        return _dot_tm(ctx, a, b, la or [u._lin_bound() for u in a], lb or [v._lin_bound() for v in b])
+        return _dot_tm(ctx, a, b, la or [u.dev() for u in a], lb or [v.dev() for v in b])
     s = a[0] * b[0]
     for u, v in zip(a[1:], b[1:]):
         s = s + u * v
     return s
 
 
-def _dot_tm(ctx, a, b, la, lb) -> TM:
-    """``sum_i a_i b_i`` of Taylor models ``a_i = c + <g, delta> + [-r, r]``: each product is
-    ``c_a c_b + <c_b g_a + c_a g_b, delta>`` plus at most ``La Lb + r_a (|c_b| + Lb) + r_b (|c_a| + La)
-    + r_a r_b`` (``L`` the bound of a linear part: :meth:`TM.__mul__`'s remainder), summed in one
-    model instead of ``2 len(a)`` intermediate ones."""
-    zero = ctx._zero_arb
-    c, g, rem = zero, None, zero
-    for u, v, Lu, Lv in zip(a, b, la, lb):
-        c = c + u.c * v.c
+def _dot_tm(ctx, a, b, da, db) -> TM:
+    """``sum_i a_i b_i`` of Taylor models ``a_i = c + <g, delta> + [-r, r]`` (``da``, ``db``: bounds
+    ``D`` of ``|a_i - c|``, ``|b_i - c|``): each product is ``c_a c_b + <c_b g_a + c_a g_b, delta>``
+    plus at most ``D_a D_b + r_a |c_b| + r_b |c_a|`` (which is :meth:`TM.__mul__`'s remainder
+    ``La Lb + r_a (|c_b| + Lb) + r_b (|c_a| + La) + r_a r_b``, ``D = L + r``), summed in one model
+    instead of ``2 len(a)`` intermediate ones."""
+    c = g = None
+    rem = flint.arb(0)
+    for u, v, Du, Dv in zip(a, b, da, db):
+        uc, vc = u.c, v.c
+        c = uc * vc if c is None else c + uc * vc
         ug, vg = u.g, v.g
         if ug is not None and vg is not None:
-            uc, vc = u.c, v.c
             part = [p * vc + q * uc for p, q in zip(ug, vg)]
-            rem = rem + Lu * Lv
         elif ug is not None:
-            part = [p * v.c for p in ug]
+            part = [p * vc for p in ug]
         elif vg is not None:
-            part = [q * u.c for q in vg]
+            part = [q * uc for q in vg]
         else:
             part = None
         if part is not None:
             g = part if g is None else [x + y for x, y in zip(g, part)]
+        rem = rem + Du * Dv
         if u.r is not None:
-            rem = rem + u.r * (abs(v.c) + Lv)
+            rem = rem + u.r * abs(vc)
         if v.r is not None:
-            rem = rem + v.r * (abs(u.c) + Lu)
-            if u.r is not None:
-                rem = rem + u.r * v.r
+            rem = rem + v.r * abs(uc)
     return TM(ctx, c, None if g is None else tuple(g), None if rem.is_zero() else flint.arb(rem.upper()))
 
 
@@ -118,7 +117,7 @@ def attention(ctx, p: dict, X: list, project) -> list:
     V = [project(ctx, p["v"], x) for x in X]
     dk, dv = len(Q[0]) // h, len(V[0]) // h
     taylor = isinstance(ctx, TaylorContext)
-    lin = (lambda rows: [[u._lin_bound() for u in row] for row in rows]) if taylor else (lambda rows: [None] * len(rows))
+    lin = (lambda rows: [[u.dev() for u in row] for row in rows]) if taylor else (lambda rows: [None] * len(rows))
     QL, KL, VL = lin(Q), lin(K), lin(V)
     L = p["L"] or len(X)
     keys = allowed_keys(p["mask"], L)
@@ -135,7 +134,7 @@ def attention(ctx, p: dict, X: list, project) -> list:
                     w = ev.hardmax(scores)
                 else:
                     w = ev.softmax([s * scale for s in scores])
-                wl = [u._lin_bound() for u in w] if taylor else None
+                wl = [u.dev() for u in w] if taylor else None
                 for a in range(i * dv, (i + 1) * dv):
                     o.append(_dot(ctx, w, [V[k][a] for k in ks], wl, taylor and [VL[k][a] for k in ks] or None))
             O[j] = o

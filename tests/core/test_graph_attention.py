@@ -766,13 +766,13 @@ def test_the_one_step_dot_product_of_taylor_models_encloses_every_value():
         a = [p[0][0] for p in pairs]
         b = [p[1][0] for p in pairs]
         with tm.scope():
-            fused = _dot_tm(tm, a, b, [u._lin_bound() for u in a], [v._lin_bound() for v in b]).range()
+            fused = _dot_tm(tm, a, b, [u.dev() for u in a], [v.dev() for v in b]).range()
             summed = a[0] * b[0]
             for u, v in zip(a[1:], b[1:]):
                 summed = summed + u * v
         lo, hi = tm.ball.to_fraction_bounds(fused)
         slo, shi = tm.ball.to_fraction_bounds(summed.range())
-        assert abs((hi - lo) - (shi - slo)) <= Fraction(1, 2**100) * (1 + shi - slo)  # the same bound
+        assert abs((hi - lo) - (shi - slo)) <= Fraction(1, 2**24) * (1 + shi - slo)  # the same bound (to Arb's radii)
         best = None
         for d in (-h, h):
             for es in itertools.product(*[(-1, 1)] * (2 * m)):
