@@ -75,7 +75,11 @@ def _mask(mask, B, L, where):
     m = m[0]
     ok = (m == 0) | (m == -np.inf)
     if not np.all(ok):
-        raise OnnxError(f"{where}: an additive mask with entries other than 0 and -inf")
+        # a large finite value (float32's lowest, as the dynamo exporter writes is_causal=True)
+        # leaves a weight e^(-3.4e38) > 0 in the graph's exact function: not the node's mask
+        bad = m[~ok].flat[0]
+        raise OnnxError(f"{where}: an additive mask with entries other than 0 and -inf ({bad:.6g}; "
+                        "give the mask as attn_mask)")
     allow = (m == 0).astype(int)
     if not np.all(allow.any(axis=1)):
         raise OnnxError(f"{where}: a mask row that attends no key (its softmax is undefined)")

@@ -525,3 +525,25 @@ def test_token_and_column_operations(net, shape, ops):
     for x, y in zip(xs, ys):
         mid, _ = exact_eval(g, x)
         assert np.all(np.abs(mid - y) <= tol * np.maximum(1, np.abs(y))), (got, np.abs(mid - y).max())
+
+
+def test_a_boolean_mask_in_a_float32_export():
+    """A boolean ``attn_mask`` (True = masked out; the TorchScript exporter takes it in a float32
+    model) imports as the node's 0/1 mask of the opposite sign; the float32 weights exactly; a
+    300-bit evaluation agrees with onnxruntime's float32 outputs to float32 accuracy."""
+    allowed = [[1, 0, 1], [1, 1, 0], [0, 1, 1]]
+    net = MHA(mask=torch.tensor([[not v for v in row] for row in allowed]), seed=12).float().eval()
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.zeros(1, L_SEQ, 4),), f, opset_version=18, dynamo=False)
+    data = f.getvalue()
+    g = onnx_to_graph(onnx.load_model_from_string(data))
+    (node,) = g.nodes
+    assert node.params["mask"] == tuple(map(tuple, allowed))
+    assert node.params["Wo"] == tuple(tuple(Fraction(float(v)) for v in row) for row in net.m.out_proj.weight.detach().numpy())
+    x = np.random.default_rng(3).uniform(-1, 1, (1, L_SEQ, 4)).astype(np.float32)
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    y = sess.run(None, {sess.get_inputs()[0].name: x})[0].reshape(-1)
+    mid, _ = exact_eval(g, x)
+    assert np.all(np.abs(mid - y) <= 1e-5 * np.maximum(1, np.abs(y)))
