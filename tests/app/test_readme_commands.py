@@ -76,6 +76,7 @@ def _run(cmd: str, tmp_path, monkeypatch) -> int:
     (tmp_path / "prop.vnnlib").write_text(vnnlib.group(1))
     (tmp_path / "instances.csv").write_text("net.onnx,prop.vnnlib,60\n")  # the README's VNN-COMP folder
     _own_mlp(tmp_path)
+    _own_encoder(tmp_path)
     argv = shlex.split(cmd)[1:]
     return main(argv)
 
@@ -92,6 +93,20 @@ def _own_mlp(folder: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         exec(compile(_snippet("own-mlp"), "README.md", "exec"), {})  # our own README, written in folder
+
+
+def _own_encoder(folder: Path) -> None:
+    """The README's encoder block (its snippet, run: encoder.onnx) and its property, once."""
+    if (folder / "encoder.onnx").exists():
+        return
+    import warnings
+
+    text = README.read_text()
+    prop = re.search(r"<!-- readme-snippet: own-encoder-vnnlib -->\s*```lisp\n(.*?)```", text, re.S)
+    (folder / "encoder.vnnlib").write_text(prop.group(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(_snippet("own-encoder"), "README.md", "exec"), {})  # our own README, written in folder
 
 
 def test_the_readme_has_its_commands():
