@@ -24,8 +24,8 @@ forms' erf and the ``erf`` node) and ``Softplus``, which ONNX's reference evalua
 * ``rms_norm``: ``Mul(x, x), ReduceMean, Add eps, Sqrt, Div(x, .), Mul w``;
 * ``attention``: the rows reshaped to ``[S, L, E]`` sequences (a ``Transpose`` first for the
   ``sequence_major`` layout), per head ``Q = X Wq_i^T + bq_i`` (likewise ``K``, ``V``), the scores
-  ``MatMul(Q, K^T)`` times the scale (``1/sqrt(n)`` rounded), the mask as an added constant of 0 and
-  ``-inf``, ``Softmax`` over the keys (hardmax: the indicator of the row maxima over their number),
+  ``MatMul(Q, K^T)`` times the scale (``1/sqrt(n)`` rounded), then the mask as an added constant of
+  0 and ``-inf``, ``Softmax`` over the keys (hardmax: the indicator of the row maxima over their number),
   ``MatMul`` with ``V``, the heads concatenated, the output projection, and the rows back;
 * ``slice``: ``Slice`` of the columns; ``concat``: ``Concat`` of the columns; ``select_tokens``:
   ``Gather`` of the rows; ``mean_tokens``: ``ReduceMean`` over the rows of each sequence.
@@ -201,6 +201,8 @@ class _Writer:
                                          self.const(list(b[i * d:(i + 1) * d]), "b")])
             Q, K, V = proj(p["Wq"], p["bq"], dk), proj(p["Wk"], p["bk"], dk), proj(p["Wv"], p["bv"], dv)
             S_ = self.node("MatMul", [Q, self.node("Transpose", [K], perm=[0, 2, 1])])
+            if not p.get("hardmax"):  # the scale first, then the mask: the order PyTorch writes
+                S_ = self.node("Mul", [S_, self.const(scale, "scale")])
             if mask is not None:
                 S_ = self.node("Add", [S_, mask])
             if p.get("hardmax"):
@@ -208,7 +210,7 @@ class _Writer:
                 ind = self.node("Cast", [self.node("Equal", [S_, m])], to=self.T)
                 P = self.node("Div", [ind, self.node("ReduceSum", [ind, self.ints([-1])], keepdims=1)])
             else:
-                P = self.node("Softmax", [self.node("Mul", [S_, self.const(scale, "scale")])], axis=-1)
+                P = self.node("Softmax", [S_], axis=-1)
             heads.append(self.node("MatMul", [P, V]))
         O = heads[0] if h == 1 else self.node("Concat", heads, axis=-1)
         Wo = p["Wo"]
