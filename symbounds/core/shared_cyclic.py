@@ -154,11 +154,11 @@ def structure(T, Bm, mono_of, heads, L, canon, intern, Structure):
         assert family[ref] == len(refs) - 1 and shift[ref] == 0
 
     # row (h, j) scores Phi_f(kappa - e_k), kappa = a_h + e_j: one provisional class per (f, kappa)
-    kappa = family[:, None] * two + (shift[:, None] + e[None, :]) % two  # [H, n]
-    kcodes, kinv = np.unique(kappa.ravel(), return_inverse=True)
+    F = len(refs)
+    kcodes, kinv = _dense(family[:, None] * two + (shift[:, None] + e[None, :]) % two, F * two)
     kf, kk = kcodes // two, kcodes % two
-    D = kf[:, None] * two + (kk[:, None] - e[None, :]) % two  # [K, n]: (family, exponent) codes
-    dcodes, dinv = np.unique(D.ravel(), return_inverse=True)
+    # the (family, exponent) codes of each provisional class's scores
+    dcodes, dinv = _dense(kf[:, None] * two + (kk[:, None] - e[None, :]) % two, F * two)
     df, dd = dcodes // two, dcodes % two
     ref_of = np.array(refs, np.int64)[df]
     # Phi_f(D) = beta*_00 + beta*_{+-} X^D + beta*_{-+} X^{-D}, as terms before canonicalising
@@ -170,46 +170,68 @@ def structure(T, Bm, mono_of, heads, L, canon, intern, Structure):
     coeffs = np.concatenate([fR, fI], axis=1)
     mono = np.where((coeffs != 0).any(axis=1), mono_of[ref_of], 0)
     keys = np.concatenate([mono[:, None], fE, fR, fI], axis=1)
-    sid = intern(keys, {}, [], lambda f: f)  # score id of each (family, exponent) code
-    kids = sid[dinv].reshape(len(kcodes), n)  # score ids of each provisional class's row
-    # row classes: equal rows of score ids
-    urows, first_k, cinv = np.unique(kids, axis=0, return_index=True, return_inverse=True)
-    cinv = cinv.ravel()
-    cls_of_key = _first_order(cinv)
-    cls = cls_of_key[kinv].reshape(H, n)
-    C = int(cls.max()) + 1
-    ids_old = np.empty((C, n), np.int64)
-    ids_old[cls_of_key] = kids
-    # score ids renumbered by first appearance in (class, key) order, as the general path does
-    flat_first = _first_index(ids_old.ravel())
-    order = np.argsort(flat_first, kind="stable")
-    new_id = np.empty(len(order), np.int64)
-    new_id[order] = np.arange(len(order))
-    ids = new_id[ids_old]
-    score_rep = [(int(f // n), int(f % n)) for f in flat_first[order]]
-    rep_flat = _first_index(cls.ravel())
-    class_rep = [(int(f // n), int(f % n)) for f in rep_flat]
-    srt = np.sort(ids, axis=1)
-    group_rep: list = []
-    group = intern(srt, {}, group_rep, lambda f: f)
+    score_of = intern(keys, {}, [], lambda f: f)  # score id of each (family, exponent) code
+    kids = score_of[dinv]  # [provisional classes, n]
+    # row classes: rows of equal score ids
+    kcls, _ = _equal_rows(kids)
+    C = int(kcls.max()) + 1
+    cls = kcls[kinv]
+    ids = np.empty((C, n), np.int64)
+    ids[kcls] = kids
+    class_rep = _members(cls, n)
+    score_rep = _members(ids, n)
+    group, group_rep = _equal_rows(_multisets(ids, len(score_rep)))
     return Structure(heads, cls, ids, class_rep, score_rep, group, group_rep)
 
 
-def _first_order(labels: np.ndarray) -> np.ndarray:
-    """Relabel ``labels`` (integers) ``0, 1, ...`` by order of first appearance."""
-    uniq, first = np.unique(labels, return_index=True)
-    order = np.argsort(first, kind="stable")
-    new = np.empty(len(uniq), np.int64)
-    new[order] = np.arange(len(uniq))
-    return new[np.searchsorted(uniq, labels)]
+def _equal_rows(M: np.ndarray):
+    """``(labels, reps)``: rows of ``M`` get equal labels ``0, 1, ...`` exactly when they are equal;
+    ``reps[g]`` is a row labelled ``g``.  Rows are bucketed by a random linear hash (equal rows,
+    equal hash) and every row is then compared with its bucket's first row; a bucket holding
+    two different rows (a collision) falls back to sorting the rows themselves."""
+    M = np.ascontiguousarray(M)
+    w = np.random.default_rng(20261202).integers(1, 2**62, size=M.shape[1], dtype=np.int64)
+    with np.errstate(over="ignore"):
+        h = (M * w).sum(axis=1)  # int64 arithmetic wraps: a hash, never trusted alone
+    _, first, labels = np.unique(h, return_index=True, return_inverse=True)
+    labels = labels.ravel()
+    if not (M == M[first[labels]]).all():
+        void = M.view(np.dtype((np.void, M.dtype.itemsize * M.shape[1]))).ravel()
+        _, first, labels = np.unique(void, return_index=True, return_inverse=True)
+        labels = labels.ravel()
+    return labels, [int(f) for f in first]
 
 
-def _first_index(labels: np.ndarray) -> np.ndarray:
-    """For labels ``0 .. m-1`` (all present): the first position of each."""
-    m = int(labels.max()) + 1
-    out = np.full(m, labels.size, np.int64)
-    np.minimum.at(out, labels, np.arange(labels.size, dtype=np.int64))
-    return out
+def _multisets(ids: np.ndarray, m: int) -> np.ndarray:
+    """Rows that are equal exactly when the rows of ``ids`` (labels in ``[0, m)``) are equal as
+    multisets: the label counts when that table is small, else the sorted rows."""
+    C, n = ids.shape
+    if C * m > 4 * C * n:
+        return np.sort(ids, axis=1)
+    flat = (np.arange(C, dtype=np.int64)[:, None] * m + ids).ravel()
+    return np.bincount(flat, minlength=C * m).reshape(C, m)
+
+
+def _dense(x: np.ndarray, size: int):
+    """``(codes, inverse)``: the distinct values of ``x`` (integers in ``[0, size)``), ascending,
+    and the index of each entry's value among them (``x``'s shape)."""
+    if size > 1 << 24:
+        codes, inv = np.unique(x, return_inverse=True)
+        return codes, inv.reshape(x.shape)
+    present = np.zeros(size, bool)
+    present[x] = True
+    codes = np.flatnonzero(present)
+    rank = np.empty(size, np.int64)
+    rank[codes] = np.arange(len(codes))
+    return codes, rank[x]
+
+
+def _members(labels: np.ndarray, n: int) -> list:
+    """One position ``(p // n, p % n)`` of each label ``0 .. m-1`` of ``labels`` (all present)."""
+    flat = labels.ravel()
+    pos = np.empty(int(flat.max()) + 1, np.int64)
+    pos[flat] = np.arange(flat.size, dtype=np.int64)  # some entry holding the label
+    return [(int(p // n), int(p % n)) for p in pos]
 
 
 def _match(ref, cand, cE, cR, cI, pm, mp, zz, L, canon):

@@ -47,6 +47,9 @@ __all__ = ["Structure", "structure"]
 _LIMIT = 2**62
 
 
+_ZERO, _HALF, _ONE = Fraction(0), Fraction(1, 2), Fraction(1)
+
+
 class _NoForm(Exception):
     """A weight outside the exact trigonometric forms handled here."""
 
@@ -88,15 +91,11 @@ def _form(expr):
         if rest is not sympy.pi or not q.is_Rational:
             raise _NoForm
         q = Fraction(int(q.p), int(q.q)) % 2
-        half = Fraction(1, 2)
+        nq = (-q) % 2
         if isinstance(expr, sympy.cos):  # (X^q + X^-q) / 2
-            terms = [(q, (half, Fraction(0))), ((-q) % 2, (half, Fraction(0)))]
-        else:  # (X^q - X^-q) / 2i = -i/2 X^q + i/2 X^-q
-            terms = [(q, (Fraction(0), -half)), ((-q) % 2, (Fraction(0), half))]
-        out: dict = {}
-        for e, v in terms:
-            out = _gadd(out, {e: v})
-        return sympy.Integer(1), out
+            return sympy.Integer(1), ({q: (_ONE, _ZERO)} if q == nq else {q: (_HALF, _ZERO), nq: (_HALF, _ZERO)})
+        # (X^q - X^-q) / 2i = -i/2 X^q + i/2 X^-q
+        return sympy.Integer(1), ({} if q == nq else {q: (_ZERO, -_HALF), nq: (_ZERO, _HALF)})
     if expr.is_Mul:
         mono, g = sympy.Integer(1), {Fraction(0): (Fraction(1), Fraction(0))}
         for a in expr.args:
@@ -141,23 +140,21 @@ def _uniform(forms):
 
 def _to_arrays(elems, L: int):
     """Integer arrays [len(elems), T] for group dicts, and the common denominator used."""
-    den = 1
-    for g in elems:
-        for r, i in g.values():
-            den = lcm(den, r.denominator, i.denominator)
+    dens = {x.denominator for g in elems for v in g.values() for x in v}
+    den = lcm(1, *dens)
     T = max([len(g) for g in elems] + [1])
     E = np.zeros((len(elems), T), np.int64)
     R = np.zeros((len(elems), T), np.int64)
     I = np.zeros((len(elems), T), np.int64)
+    two = 2 * L
     for n, g in enumerate(elems):
         for t, (q, (r, i)) in enumerate(sorted(g.items())):
-            e = q * L
-            if e.denominator != 1:
+            if L % q.denominator:
                 raise _NoForm
-            rr, ii = int(r * den), int(i * den)
+            rr, ii = r.numerator * (den // r.denominator), i.numerator * (den // i.denominator)
             if max(abs(rr), abs(ii)) >= 2**30:
                 raise _NoForm  # the products are checked again in _mul
-            E[n, t], R[n, t], I[n, t] = int(e) % (2 * L), rr, ii
+            E[n, t], R[n, t], I[n, t] = q.numerator * (L // q.denominator) % two, rr, ii
     return E, R, I
 
 
