@@ -19,7 +19,8 @@ from pathlib import Path
 
 import flint
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __name__ == "__main__":  # imported, the caller has chosen which symbounds to use
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from symbounds.core.contexts import BallContext
 from symbounds.papers import shi_liao as sl
