@@ -89,7 +89,7 @@ def check_against_limit(K, model, prec, rows):
 def measure(P, prec, plain_max_P, n_points):
     """One size in this process: the table's numbers as a dict."""
     x = (Fraction(1, 3), Fraction(1, 5))
-    K = sl.constants(instance(P))
+    K = sl.constants(instance(P), max_tokens=max(P, sl.MAX_TOKENS))
     assert K.P == P, (P, K.P)
     model = sl.build(K)
     ball = BallContext(prec)
