@@ -19,7 +19,8 @@ from pathlib import Path
 
 import flint
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if __name__ == "__main__":  # imported, the caller has chosen which symbounds to use
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from symbounds.core.contexts import BallContext
 from symbounds.papers import shi_liao as sl
@@ -73,7 +74,7 @@ def main():
     args = ap.parse_args()
     from bench_setup import instance
 
-    K = sl.constants(instance(args.P))
+    K = sl.constants(instance(args.P), max_tokens=max(args.P, sl.MAX_TOKENS))
     M, vals = inputs(K, sl.build(K), args.prec)
     s, _ = limit_setup(K.P, M, vals, args.prec)
     print(f"P = {K.P}: limit setup {s:.3f} s CPU")

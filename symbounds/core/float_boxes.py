@@ -34,6 +34,7 @@ else (hardmax attention, token input) makes :func:`evaluator` return None, and t
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import flint
@@ -801,14 +802,45 @@ class FloatBoxOps:
 
 def _centres(lo, hi):
     """Centres (rounded) and half-widths (rounded up) of boxes given by exact ends; the centre's
-    rounding error is added to the half-width, so the float box contains the exact one."""
+    rounding error is added to the half-width, so the float box contains the exact one.
+
+    Box ends are mostly dyadic rationals (a search halves boxes), so the work is done in float64
+    where that is exact: ends ``n / 2^k`` with ``|n| < 2^53`` and ``2^k <= 2^960`` are doubles in
+    the normal range, and where the sum ``lo + hi`` and the difference ``hi - lo`` are exact in
+    float64 (their error terms by Knuth's TwoSum are 0) the centre ``(lo + hi) / 2`` and the
+    half-width ``(hi - lo) / 2`` are exact doubles (halving a normal double is exact), the values
+    :func:`_ball_from_ends` gives from Fractions.  Every other entry goes through
+    :func:`_ball_from_ends`."""
     B, d = len(lo), len(lo[0])
-    x0 = np.empty((B, d))
-    h = np.empty((B, d))
-    for b in range(B):
-        for i in range(d):
-            x0[b, i], h[b, i] = _ball_from_ends(Fraction(lo[b][i]), Fraction(hi[b][i]))
+    flo = np.array([_dyadic_double(v) for row in lo for v in row], dtype=np.float64).reshape(B, d)
+    fhi = np.array([_dyadic_double(v) for row in hi for v in row], dtype=np.float64).reshape(B, d)
+    with np.errstate(all="ignore"):
+        s, es = _two_sum(flo, fhi)
+        w, ew = _two_sum(fhi, -flo)
+        x0, r = s * 0.5, w * 0.5
+        h = fo.up(fo.up(fo.up(r)))  # as _ball_from_ends rounds an exact half-width
+    exact = np.isfinite(flo) & np.isfinite(fhi) & (es == 0) & (ew == 0)
+    for b, i in zip(*np.nonzero(~exact)):
+        x0[b, i], h[b, i] = _ball_from_ends(Fraction(lo[b][i]), Fraction(hi[b][i]))
     return x0, h
+
+
+def _dyadic_double(v) -> float:
+    """``v`` as a double when it is an ``int`` or ``Fraction`` ``n / 2^k`` with ``|n| < 2^53`` and
+    ``2^k <= 2^960`` (then it is exactly that double, in the normal range), else NaN."""
+    if isinstance(v, (int, Fraction)) and not isinstance(v, bool):
+        num, den = v.numerator, v.denominator
+        if den & (den - 1) == 0 and -(2**53) < num < 2**53 and den <= 2**960:
+            return num / den
+    return math.nan
+
+
+def _two_sum(a, b):
+    """``(s, e)`` with ``s = fl(a + b)`` and ``a + b = s + e`` exactly (Knuth; no overflow here:
+    the operands are below 2^53)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
 
 
 def _converter(ball):

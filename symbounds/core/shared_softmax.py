@@ -47,6 +47,9 @@ __all__ = ["Structure", "structure"]
 _LIMIT = 2**62
 
 
+_ZERO, _HALF, _ONE = Fraction(0), Fraction(1, 2), Fraction(1)
+
+
 class _NoForm(Exception):
     """A weight outside the exact trigonometric forms handled here."""
 
@@ -88,15 +91,11 @@ def _form(expr):
         if rest is not sympy.pi or not q.is_Rational:
             raise _NoForm
         q = Fraction(int(q.p), int(q.q)) % 2
-        half = Fraction(1, 2)
+        nq = (-q) % 2
         if isinstance(expr, sympy.cos):  # (X^q + X^-q) / 2
-            terms = [(q, (half, Fraction(0))), ((-q) % 2, (half, Fraction(0)))]
-        else:  # (X^q - X^-q) / 2i = -i/2 X^q + i/2 X^-q
-            terms = [(q, (Fraction(0), -half)), ((-q) % 2, (Fraction(0), half))]
-        out: dict = {}
-        for e, v in terms:
-            out = _gadd(out, {e: v})
-        return sympy.Integer(1), out
+            return sympy.Integer(1), ({q: (_ONE, _ZERO)} if q == nq else {q: (_HALF, _ZERO), nq: (_HALF, _ZERO)})
+        # (X^q - X^-q) / 2i = -i/2 X^q + i/2 X^-q
+        return sympy.Integer(1), ({} if q == nq else {q: (_ZERO, -_HALF), nq: (_ZERO, _HALF)})
     if expr.is_Mul:
         mono, g = sympy.Integer(1), {Fraction(0): (Fraction(1), Fraction(0))}
         for a in expr.args:
@@ -141,24 +140,35 @@ def _uniform(forms):
 
 def _to_arrays(elems, L: int):
     """Integer arrays [len(elems), T] for group dicts, and the common denominator used."""
-    den = 1
-    for g in elems:
-        for r, i in g.values():
-            den = lcm(den, r.denominator, i.denominator)
+    dens = {x.denominator for g in elems for v in g.values() for x in v}
+    den = lcm(1, *dens)
     T = max([len(g) for g in elems] + [1])
     E = np.zeros((len(elems), T), np.int64)
     R = np.zeros((len(elems), T), np.int64)
     I = np.zeros((len(elems), T), np.int64)
+    two = 2 * L
     for n, g in enumerate(elems):
         for t, (q, (r, i)) in enumerate(sorted(g.items())):
-            e = q * L
-            if e.denominator != 1:
+            if L % q.denominator:
                 raise _NoForm
-            rr, ii = int(r * den), int(i * den)
+            rr, ii = r.numerator * (den // r.denominator), i.numerator * (den // i.denominator)
             if max(abs(rr), abs(ii)) >= 2**30:
                 raise _NoForm  # the products are checked again in _mul
-            E[n, t], R[n, t], I[n, t] = int(e) % (2 * L), rr, ii
+            E[n, t], R[n, t], I[n, t] = q.numerator * (L // q.denominator) % two, rr, ii
     return E, R, I
+
+
+def _batch(elems, L: int):
+    """:func:`_to_arrays` of ``elems`` with each distinct element (by identity) converted once."""
+    index: dict = {}
+    uniq, inv = [], np.empty(len(elems), np.int64)
+    for n, g in enumerate(elems):
+        u = index.get(id(g))
+        if u is None:
+            u = index[id(g)] = len(uniq)
+            uniq.append(g)
+        inv[n] = u
+    return tuple(A[inv] for A in _to_arrays(uniq, L))
 
 
 def _mul(X, Y, L):
@@ -250,7 +260,7 @@ class Structure:
                 f"classes, {len(self.score_rep)} distinct scores, {len(self.group_rep)} normalisers)")
 
 
-def structure(layer, tokens, heads, is_zero=None, chunk_rows: int = 1 << 18):
+def structure(layer, tokens, heads, is_zero=None, chunk_rows: int = 1 << 18, cyclic: bool = True):
     """The :class:`Structure` of ``heads`` of ``layer`` (softmax) for exact ``tokens`` (a ``D x n``
     matrix whose rows read by the heads' ``W_Q``, ``W_K`` hold the exact token values), or None
     when a weight is outside the forms handled (then nothing is shared).  ``is_zero`` decides
@@ -258,56 +268,84 @@ def structure(layer, tokens, heads, is_zero=None, chunk_rows: int = 1 << 18):
     if layer.kind != "softmax" or not heads:
         return None
     try:
-        return _structure(layer, tokens, list(heads), is_zero or _is_zero, chunk_rows)
+        return _structure(layer, tokens, list(heads), is_zero or _is_zero, chunk_rows, cyclic)
     except _NoForm:
         return None
 
 
-def _structure(layer, tokens, heads, is_zero, chunk_rows):
+def _structure(layer, tokens, heads, is_zero, chunk_rows, cyclic=True):
     n = len(tokens[0])
     read = sorted({c for h in heads for W in (layer.heads[h].W_Q, layer.heads[h].W_K)
                    for row in W for c, v in enumerate(row) if not is_zero(v)})
     r = len(read)
     if r == 0:
         return None
-    tok = [[_form(tokens[c][j]) for j in range(n)] for c in read]
+    memo: dict = {}  # one exact form per distinct weight (heads and tokens repeat them)
+
+    def form(v):
+        f = memo.get(v)
+        if f is None:
+            f = memo[v] = _form(v)
+        return f
+
+    tok = [[form(tokens[c][j]) for j in range(n)] for c in read]
     if _uniform([f for row in tok for f in row]) not in (None, sympy.Integer(1)):
         raise _NoForm  # named constants in the tokens: keep it simple
-    Bs = []
     monos: dict = {sympy.Integer(1): 0}  # monomial c_Q c_K -> its index
-    mono_of = np.empty(len(heads), np.int64)  # per head
+    H = len(heads)
+    mono_of = np.empty(H, np.int64)  # per head
+    rows = max(max(len(layer.heads[h].W_Q), len(layer.heads[h].W_K)) for h in heads)
+    empty = (sympy.Integer(1), {})
+    fqs, fks = [], []
     for a, h in enumerate(heads):
         hd = layer.heads[h]
-        fq = [[_form(v) for v in (row[c] for c in read)] for row in hd.W_Q]
-        fk = [[_form(v) for v in (row[c] for c in read)] for row in hd.W_K]
+        fq = [[form(row[c]) for c in read] for row in hd.W_Q]
+        fk = [[form(row[c]) for c in read] for row in hd.W_K]
+        if len(fq) != len(fk):
+            raise _NoForm
         mq = _uniform([f for row in fq for f in row])
         mk = _uniform([f for row in fk for f in row])
         # the score's monomial c_Q c_K is part of its exact form: heads whose formal sums agree
         # but whose monomials differ (M vs 1, M vs N with equal values) must not share
         mono = sympy.Integer(1) if mq is None or mk is None else mq * mk
         mono_of[a] = monos.setdefault(mono, len(monos))
-        B = [[{} for _ in range(r)] for _ in range(r)]
-        for a in range(len(fq)):
-            for x in range(r):
-                if not fq[a][x][1]:
-                    continue
-                for y in range(r):
-                    if fk[a][y][1]:
-                        B[x][y] = _gadd(B[x][y], _gmul(fq[a][x][1], fk[a][y][1]))
-        Bs.append(B)
-    L = 2
-    for g in [f[1] for row in tok for f in row] + [e for B in Bs for row in B for e in row]:
+        pad = [[empty] * r] * (rows - len(fq))  # zero rows: no term of the score
+        fqs.extend(f[1] for row in fq + pad for f in row)
+        fks.extend(f[1] for row in fk + pad for f in row)
+    # exponents first in units of pi / Lw (Lw: every denominator of the weights read), then
+    # in units of pi / L with L the least even common denominator of the tokens' and B_h's
+    # exponents (the products may cancel a denominator of W_Q, W_K)
+    Lw = 2
+    for g in [f[1] for row in tok for f in row] + fqs + fks:
         for q in g:
-            L = lcm(L, q.denominator)
+            Lw = lcm(Lw, q.denominator)
+    if Lw > 2**30:
+        raise _NoForm  # exponents must stay in int64
+    TE, TR, TI = _batch([f[1] for row in tok for f in row], Lw)
+    Tt = TE.shape[1]
+    Q = tuple(A.reshape(H, rows, r, 1, -1) for A in _batch(fqs, Lw))  # [h, a, x, 1, Tq]
+    K = tuple(A.reshape(H, rows, 1, r, -1) for A in _batch(fks, Lw))  # [h, a, 1, y, Tk]
+    # B_h[x][y] = sum_a W_Q[a][x] W_K[a][y], its terms collected (no reduction: "L" = 4 Lw)
+    BE, BR, BI = (np.moveaxis(A, 1, 3).reshape(H * r * r, -1) for A in _mul(Q, K, Lw))
+    BE, BR, BI = _canon(BE, BR, BI, 4 * Lw, BE.shape[1])
+    live = (BR != 0) | (BI != 0)
+    Tb = max(1, int(live.any(axis=0).nonzero()[0].max() + 1) if live.any() else 1)
+    BE, BR, BI = BE[:, :Tb], BR[:, :Tb], BI[:, :Tb]
+    used = np.concatenate([TE[(TR != 0) | (TI != 0)], BE[live[:, :Tb]]])
+    G = int(np.gcd.reduce(np.concatenate([used, [Lw]])))
+    L = lcm(2, Lw // G)
+    scale = L // (Lw // G)  # an exponent e (units pi / Lw) is (e / G) * scale in units pi / L
+    TE, BE = (TE // G) * scale % (2 * L), (BE // G) * scale % (2 * L)
     if L > 2**30 or L * len(heads) * n * r > 2**60:
         raise _NoForm  # exponents and flat sort keys must stay in int64
-    TE, TR, TI = _to_arrays([f[1] for row in tok for f in row], L)
-    Tt = TE.shape[1]
     T = tuple(A.reshape(r, n, Tt) for A in (TE, TR, TI))
-    BE, BR, BI = _to_arrays([e for B in Bs for row in B for e in row], L)
-    Tb = BE.shape[1]
-    Bm = tuple(A.reshape(len(heads), r, r, Tb) for A in (BE, BR, BI))
-    H = len(heads)
+    Bm = tuple(A.reshape(H, r, r, Tb) for A in (BE, BR, BI))
+    if cyclic:
+        from . import shared_cyclic  # noqa: PLC0415 (it reads this module's helpers)
+
+        S = shared_cyclic.structure(T, Bm, mono_of, heads, L, _canon, _intern, Structure)
+        if S is not None:
+            return S
 
     # row classes: u_{h,j}[y] = sum_x t_j[x] B_h[x][y]
     Wu = r * Tt * Tb

@@ -16,12 +16,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
+
+import sympy
 
 from . import shared_softmax
-from .network import Attention, FeedForward, is_exact_zero, shape
+from .network import Attention, FeedForward, shape
+from .network import is_exact_zero as _exact_zero
+
 
 __all__ = ["ModelStructure", "analyse", "linear_pairs", "needed_rows", "value_columns"]
+
+
+@lru_cache(maxsize=1 << 16)
+def _cached_zero(v) -> bool:
+    if isinstance(v, (sympy.sin, sympy.cos)):  # sin(pi q) = 0 iff q is an integer, cos iff q - 1/2 is
+        q, rest = v.args[0].as_coeff_Mul()
+        if rest is sympy.pi and q.is_Rational:
+            f = Fraction(int(q.p), int(q.q)) - (0 if isinstance(v, sympy.sin) else Fraction(1, 2))
+            return f.denominator == 1
+    return _exact_zero(v)
+
+
+def is_exact_zero(v) -> bool:
+    """:func:`symbounds.core.network.is_exact_zero`, remembered per weight: the analyses below test
+    each weight several times (the same ``sin(pi q)`` recurs across heads and passes)."""
+    try:
+        return _cached_zero(v)
+    except TypeError:  # an unhashable weight
+        return _exact_zero(v)
 
 
 @dataclass(frozen=True)
@@ -140,11 +163,13 @@ def value_columns(model, layer: Attention, heads) -> dict:
         if any(not is_exact_zero(e) for e in emb.E[c]):
             nz.add(emb.column)
         cols.append(nz)
-    out = {}
+    out, seen = {}, {}
     for h in heads:
-        read = {c for vrow in layer.heads[h].W_V for c, v in enumerate(vrow) if not is_exact_zero(v)}
-        out[h] = sorted(set().union(*(cols[c] for c in read))) if read else []
-        assert all(0 <= k < n for k in out[h])
+        read = frozenset(c for vrow in layer.heads[h].W_V for c, v in enumerate(vrow) if not is_exact_zero(v))
+        if read not in seen:  # heads reading the same rows have the same columns
+            seen[read] = sorted(set().union(*(cols[c] for c in read))) if read else []
+            assert all(0 <= k < n for k in seen[read])
+        out[h] = list(seen[read])
     return out
 
 
@@ -196,7 +221,8 @@ def _dependence(model) -> tuple:
     for i, layer in enumerate(model.layers):
         dep_rows = [any(row) for row in dep]
         if isinstance(layer, Attention):
-            new = [list(row) if nz(layer.skip) else [False] * n for row in dep]
+            skip = nz(layer.skip)
+            new = [list(row) if skip else [False] * n for row in dep]
             for h, head in enumerate(layer.heads):
                 reads = {c for m in (head.W_Q, head.W_K) for row in m for c, v in enumerate(row) if nz(v)}
                 scores_dep = any(dep_rows[c] for c in reads)
@@ -211,19 +237,18 @@ def _dependence(model) -> tuple:
                 affine = affine and not scores_dep
             dep = new
         else:
-            hidden = [
-                [any(nz(w) and dep[c][j] for c, w in enumerate(wrow)) for j in range(n)] for wrow in layer.W1
-            ]
+            # each weight tested once (not once per token): the nonzero columns of each row
+            hidden = []
+            for wrow in layer.W1:
+                cols = [dep[c] for c, w in enumerate(wrow) if nz(w)]
+                hidden.append([any(col[j] for col in cols) for j in range(n)])
             paired = {u for pair in linear_pairs(layer) for u in pair}
             affine = affine and all(u in paired or not any(hidden[u]) for u in range(len(hidden)))
+            skip = nz(layer.skip)
             new = []
             for r, w2row in enumerate(layer.W2):
-                new.append(
-                    [
-                        any(nz(w) and hidden[u][j] for u, w in enumerate(w2row)) or (nz(layer.skip) and dep[r][j])
-                        for j in range(n)
-                    ]
-                )
+                units = [hidden[u] for u, w in enumerate(w2row) if nz(w)]
+                new.append([any(hu[j] for hu in units) or (skip and dep[r][j]) for j in range(n)])
             dep = new
         if affine:
             prefix, affine_dep = i + 1, [list(row) for row in dep]

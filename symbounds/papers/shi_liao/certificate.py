@@ -22,9 +22,11 @@ from .construction import build
 __all__ = ["certify_instance", "default_max_boxes", "rebuild", "setup_memory_estimate"]
 
 #: Peak memory of the model file and float setup per ``P^2`` (bytes), fitted with a margin on
-#: ``benchmarks/bench_certify_memory.py`` (BENCHMARKS.md: 168 and 142 bytes per P^2 measured at
-#: P = 576 and 1024, growing less than P^2); six to seven times that.
-SETUP_BYTES_PER_P2 = 1024
+#: ``benchmarks/bench_certify_memory.py`` (BENCHMARKS.md, "One-off setup": a growth of 191, 164
+#: and 148 bytes per P^2 at P = 529, 1024 and 2025, the float setup's shared rows making it
+#: quadratic); about twice the largest of them, so that with SETUP_BASE_BYTES the estimate is
+#: 2.4 to 3.3 times the measured peaks.
+SETUP_BYTES_PER_P2 = 320
 #: Memory of the interpreter and libraries before the setup (bytes).
 SETUP_BASE_BYTES = 400 * 2**20
 
@@ -59,11 +61,11 @@ def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, C
     1024 tokens are accepted up to ``CERTIFY_MAX_TOKENS`` when the setup's estimated memory
     (:func:`setup_memory_estimate`) fits in the memory available; ``opts.max_boxes = None``
     takes :func:`default_max_boxes`."""
+    P = _grid_tokens(inst)
+    if P is not None:  # refused before the constants, whose centres and g(c_k) are O(P) SymPy work
+        _check_memory(P, inst.d)
     K = constants(inst, max_tokens=CERTIFY_MAX_TOKENS)
-    need, have = setup_memory_estimate(K.P, inst.d), available_memory()
-    if have is not None and need > have:
-        raise ValueError(f"P = {K.P} tokens: the certificate's setup needs about {need / 2**30:.1f} GiB, more than the "
-                         f"{have / 2**30:.1f} GiB of memory available; raise eps")
+    _check_memory(K.P, inst.d)
     if opts.max_boxes is None:
         from dataclasses import replace
 
@@ -83,6 +85,30 @@ def certify_instance(inst, opts: CertifyOptions, progress=None) -> tuple[dict, C
                             eps=inst.eps, target=inst.target_text, prec=opts.prec, model_prec=opts.model_prec,
                             model_json=mj, res=res, assumptions=assumptions)
     return cert, res
+
+
+def _grid_tokens(inst) -> int | None:
+    """``P = m^d`` of the cube grid :func:`constants` builds at ``inst`` (``m = ceil(sqrt(d) /
+    (2 r_g))``), without building it; None where :func:`constants` refuses the grid anyway."""
+    import sympy
+
+    from .constants import ceiling_exact, grid_ratio, r_g_of
+
+    ratio = grid_ratio(inst.d, r_g_of(inst.eps, inst.C_H, inst.alpha))
+    try:  # a coarse value first: a ratio far above the limit is left to constants' own refusal
+        if not float(sympy.N(ratio, 30)) <= CERTIFY_MAX_TOKENS + 1:
+            return None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    P = ceiling_exact(ratio) ** inst.d
+    return P if 2 <= P <= CERTIFY_MAX_TOKENS else None
+
+
+def _check_memory(P: int, d: int) -> None:
+    need, have = setup_memory_estimate(P, d), available_memory()
+    if have is not None and need > have:
+        raise ValueError(f"P = {P} tokens: the certificate's setup needs about {need / 2**30:.1f} GiB, more than the "
+                         f"{have / 2**30:.1f} GiB of memory available; raise eps")
 
 
 def _not_storable(mj: dict, assumptions) -> str:
