@@ -17,8 +17,9 @@ in :mod:`symbounds.core.graph`; here are the ones that read several rows or part
   :mod:`symbounds.core.transformer`); a positive ``scale`` does not move the argmax, so it is not
   applied there.  The softmax and the hardmax are :class:`~symbounds.core.evaluator.ScalarEvaluator`'s
   (the formula the Transformer layers use): the scores shifted by ``ctx.shift_point`` (an exact
-  point for balls; the top score's own model for Taylor models, so only score *differences* enter
-  the exponentials), one reciprocal per row.
+  point for balls), one reciprocal per row.  In Taylor models the softmax head is
+  :func:`_softmax_head_tm`: the score differences to the top key ``m`` as one product each, the
+  weights met with the interval softmax of the score ranges, the values centred on ``v_m``.
 * ``slice`` (columns ``start .. stop-1``), ``concat`` (columns of several tensors),
   ``select_tokens`` (rows by index), ``mean_tokens`` (the mean of each sequence's rows).
 
@@ -195,8 +196,8 @@ def _softmax_head_tm(ctx, scale, q, ql, scores, Ks, Vs) -> list:
     except Undecided:
         w = [None] * n
     for k in range(n):
-        if w[k] is None or (w[k].r is not None and w[k].r > w[k]._lin_bound() and box[k].rad() < w[k].dev()):
-            w[k] = ctx._hull(box[k])
+        if w[k] is None or (w[k].r is not None and 2 * w[k].r > w[k].dev() and box[k].rad() < w[k].dev()):
+            w[k] = _constant(ctx, box[k])  # remainder > linear part (dev = linear bound + r)
     out = []
     others = [k for k in range(n) if k != m]
     if not others:
@@ -207,6 +208,11 @@ def _softmax_head_tm(ctx, scale, q, ql, scores, Ks, Vs) -> list:
         dv = [Vs[k][a] - vm for k in others]
         out.append(vm + _dot_tm(ctx, [w[k] for k in others], dv, wl, [u.dev() for u in dv]))
     return out
+
+
+def _constant(ctx, ball: flint.arb) -> TM:
+    """The constant model (no gradient) of the ball."""
+    return TM(ctx, ball.mid(), None, flint.arb(ball.rad()))
 
 
 def _interval_softmax(rng: list, k: int) -> flint.arb:
