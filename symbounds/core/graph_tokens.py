@@ -167,7 +167,7 @@ def _softmax_head_tm(ctx, scale, q, ql, scores, Ks, Vs) -> list:
       model's remainder exceeds its linear part; else the model is kept unchanged (on a small box
       the model is first-order tight, remainder ``O(h^2)``, and its gradient is worth more than a
       slightly narrower constant).  When the sum's reciprocal is undecided (its range reaches 0),
-      every weight is the interval;
+      every weight is the interval (``Undecided`` again if an interval is not finite);
     * the values are centred on ``v_m``: ``o = v_m + sum_(k != m) w_k (v_k - v_m)``, an identity
       for the exact weights (``sum_k w_k = 1``); each ``w_k`` here encloses the exact weight, so
       the result encloses the exact ``o`` although the enclosures need not sum to 1.  A weight's
@@ -194,6 +194,8 @@ def _softmax_head_tm(ctx, scale, q, ql, scores, Ks, Vs) -> list:
         inv = ctx.one / total
         w = [v * inv for v in e]
     except Undecided:
+        if not all(b.is_finite() for b in box):
+            raise  # no interval to fall back on: the search splits the box
         w = [None] * n
     for k in range(n):
         if w[k] is None or (w[k].r is not None and 2 * w[k].r > w[k].dev() and box[k].rad() < w[k].dev()):
