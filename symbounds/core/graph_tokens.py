@@ -17,8 +17,9 @@ in :mod:`symbounds.core.graph`; here are the ones that read several rows or part
   :mod:`symbounds.core.transformer`); a positive ``scale`` does not move the argmax, so it is not
   applied there.  The softmax and the hardmax are :class:`~symbounds.core.evaluator.ScalarEvaluator`'s
   (the formula the Transformer layers use): the scores shifted by ``ctx.shift_point`` (an exact
-  point for balls; the top score's own model for Taylor models, so only score *differences* enter
-  the exponentials), one reciprocal per row.
+  point for balls), one reciprocal per row.  In Taylor models the softmax head is
+  :func:`_softmax_head_tm`: the score differences to the top key ``m`` as one product each, the
+  weights met with the interval softmax of the score ranges, the values centred on ``v_m``.
 * ``slice`` (columns ``start .. stop-1``), ``concat`` (columns of several tensors),
   ``select_tokens`` (rows by index), ``mean_tokens`` (the mean of each sequence's rows).
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import flint
 
-from .contexts import ExactUnsupported
+from .contexts import ExactUnsupported, Undecided
 from .evaluator import ScalarEvaluator
 from .taylor import TM, TaylorContext
 
@@ -130,6 +131,10 @@ def attention(ctx, p: dict, X: list, project) -> list:
                 hk = slice(i * dk, (i + 1) * dk)
                 q, ql = Q[j][hk], QL[j] and QL[j][hk]
                 scores = [_dot(ctx, q, K[k][hk], ql, KL[k] and KL[k][hk]) for k in ks]
+                if taylor and not hard:
+                    o.extend(_softmax_head_tm(ctx, scale, q, ql, scores, [K[k][hk] for k in ks],
+                                              [V[k][i * dv:(i + 1) * dv] for k in ks]))
+                    continue
                 if hard:
                     w = ev.hardmax(scores)
                 else:
@@ -139,6 +144,91 @@ def attention(ctx, p: dict, X: list, project) -> list:
                     o.append(_dot(ctx, w, [V[k][a] for k in ks], wl, taylor and [VL[k][a] for k in ks] or None))
             O[j] = o
     return [project(ctx, p["o"], o) for o in O]
+
+
+def _softmax_head_tm(ctx, scale, q, ql, scores, Ks, Vs) -> list:
+    """One softmax head's output ``o = sum_k w_k v_k`` in Taylor models, over the keys ``Ks``
+    (their value rows ``Vs``), with ``scores[k]`` the model of ``<q, k_k>``.
+
+    With ``m`` the key whose score ``s_k = scale <q, k_k>`` has the largest upper end (the shift
+    of :meth:`ScalarEvaluator.softmax`):
+
+    * each shifted score is one product, ``d_k = s_k - s_m = scale <q, k_k - k_m>``
+      (:func:`_dot_tm` on the difference rows; ``d_m = 0`` exactly), not the difference of two
+      separately enclosed scores (whose remainders would add);
+    * ``w_k = e^(d_k) / sum_l e^(d_l)`` (one reciprocal), then *met* with the interval softmax of
+      the ranges: with ``[a_l, b_l]`` the range of ``d_l`` (and, separately, of ``s_l``; softmax
+      does not move under a shift, so both bound the same exact weight and their balls are
+      intersected), ``w_k`` lies in
+      ``[e^(a_k) / (e^(a_k) + sum_(l != k) e^(b_l)), e^(b_k) / (e^(b_k) + sum_(l != k) e^(a_l))]``
+      (softmax rises in its own score and falls in the others).  The meet of the model with that
+      interval is taken soundly by *replacement*: the weight becomes the constant model of the
+      interval (no gradient) when the interval is narrower than the model's range *and* the
+      model's remainder exceeds its linear part; else the model is kept unchanged (on a small box
+      the model is first-order tight, remainder ``O(h^2)``, and its gradient is worth more than a
+      slightly narrower constant).  When the sum's reciprocal is undecided (its range reaches 0),
+      every weight is the interval (``Undecided`` again if an interval is not finite);
+    * the values are centred on ``v_m``: ``o = v_m + sum_(k != m) w_k (v_k - v_m)``, an identity
+      for the exact weights (``sum_k w_k = 1``); each ``w_k`` here encloses the exact weight, so
+      the result encloses the exact ``o`` although the enclosures need not sum to 1.  A weight's
+      remainder then multiplies ``v_k - v_m``, not ``v_k``.
+    """
+    n = len(Ks)
+    s_rng = [(sk * scale).range() for sk in scores]
+    m = max(range(n), key=lambda k: s_rng[k].upper())
+    km = Ks[m]
+    d = []
+    for k in range(n):
+        if k == m:
+            d.append(ctx.zero)
+            continue
+        diff = [a - b for a, b in zip(Ks[k], km)]
+        d.append(_dot_tm(ctx, q, diff, ql, [u.dev() for u in diff]) * scale)
+    d_rng = [v.range() for v in d]
+    box = [_interval_softmax(s_rng, k).intersection(_interval_softmax(d_rng, k)) for k in range(n)]
+    e = [ctx.one if k == m else ctx.exp(d[k]) for k in range(n)]
+    total = e[0]
+    for v in e[1:]:
+        total = total + v
+    try:
+        inv = ctx.one / total
+        w = [v * inv for v in e]
+    except Undecided:
+        if not all(b.is_finite() for b in box):
+            raise  # no interval to fall back on: the search splits the box
+        w = [None] * n
+    for k in range(n):
+        if w[k] is None or (w[k].r is not None and 2 * w[k].r > w[k].dev() and box[k].rad() < w[k].dev()):
+            w[k] = _constant(ctx, box[k])  # remainder > linear part (dev = linear bound + r)
+    out = []
+    others = [k for k in range(n) if k != m]
+    if not others:
+        return list(Vs[m])
+    wl = [w[k].dev() for k in others]
+    for a in range(len(Vs[m])):
+        vm = Vs[m][a]
+        dv = [Vs[k][a] - vm for k in others]
+        out.append(vm + _dot_tm(ctx, [w[k] for k in others], dv, wl, [u.dev() for u in dv]))
+    return out
+
+
+def _constant(ctx, ball: flint.arb) -> TM:
+    """The constant model (no gradient) of the ball."""
+    return TM(ctx, ball.mid(), None, flint.arb(ball.rad()))
+
+
+def _interval_softmax(rng: list, k: int) -> flint.arb:
+    """A ball holding ``e^(x_k) / sum_l e^(x_l)`` for every ``x_l`` in the ball ``rng[l]``: the
+    hull of its values at the two corners (lower end ``k``, upper ends elsewhere, and the
+    reverse), shifted by the largest upper end so no exponential overflows."""
+    top = max(r.upper() for r in rng)
+    lo = [flint.arb(r.lower()) - top for r in rng]
+    hi = [flint.arb(r.upper()) - top for r in rng]
+    el, eh = [v.exp() for v in lo], [v.exp() for v in hi]
+    sl, sh = sum(el[1:], el[0]), sum(eh[1:], eh[0])
+    a = el[k] / (el[k] + (sh - eh[k]))
+    b = eh[k] / (eh[k] + (sl - el[k]))
+    return a.union(b).intersection(flint.arb(0.5, 0.5))
 
 
 def mean_tokens(ctx, inv_L, L: int, layout: str, X: list) -> list:

@@ -4,7 +4,9 @@ Every enclosure is checked against a reference written here from the formulas al
 mpmath for the softmax, exact rationals for the hardmax, the sequences found by a row's index
 arithmetic): Arb balls and Taylor models over random boxes of random graphs (heads, widths, masks,
 layouts, sequence lengths) contain the reference at sampled points; a hand-worked case; the
-extremes (scores tied to 2^-100, scores of 10^6, hardmax ties); PyTorch's ``nn.MultiheadAttention``
+extremes (scores tied to 2^-100, scores of 10^6, hardmax ties); the Taylor-model softmax head
+(score differences, centred values, interval weights) on near-tied masked multi-head boxes, and
+narrower than the former formula computed here; PyTorch's ``nn.MultiheadAttention``
 in float64 with the same weights, which a tampered weight, scale or layout no longer matches; the
 file's round trip and schema; bad files refused with one line, exit 2."""
 
@@ -803,3 +805,137 @@ def test_a_graph_built_in_python_gets_its_widths_and_rows():
     ball = BallContext(128)
     with ball.scope():
         assert_encloses(ball, g.evaluate(ball, x), reference(doc, x))
+
+
+# ------------------------------------------------------------------------------------------
+# the softmax head in Taylor models: score differences, centred values, interval weights
+
+
+def _old_softmax_head(ctx, scale, q, ql, scores, Ks, Vs):
+    """The node's former Taylor-model head, written here: ``w = softmax(s)`` shifted by the top
+    score's own model (two separately enclosed scores per difference), ``o = sum_k w_k v_k``."""
+    from symbounds.core.evaluator import ScalarEvaluator
+    from symbounds.core.graph_tokens import _dot
+
+    w = ScalarEvaluator(ctx).softmax([s * scale for s in scores])
+    return [_dot(ctx, w, [v[a] for v in Vs]) for a in range(len(Vs[0]))]
+
+
+def _taylor_ranges(g, centre, half):
+    tm = TaylorContext(128, centre, half)
+    with tm.scope():
+        return tm, [v.range() for v in g.evaluate(tm, tm.inputs())]
+
+
+def test_near_tied_masked_multi_head_boxes_enclose_the_reference(monkeypatch):
+    """Random graphs whose tokens are nearly equal (so every row's scores are near-tied and the
+    shift key ``m`` is undecided on the box), masks, 1-3 heads, boxes up to half-width 1/4 (where
+    the interval softmax replaces weights): the Taylor ranges contain the 300-bit reference at
+    sampled points and corners.  Replacements are counted, so the interval path is exercised."""
+    from symbounds.core import graph_tokens
+
+    hulls = []
+    orig = graph_tokens._constant
+    monkeypatch.setattr(graph_tokens, "_constant", lambda ctx, r: hulls.append(1) or orig(ctx, r))
+    rng = random.Random(31)
+    finite = total = 0
+    for trial in range(30):
+        doc = random_graph(rng)
+        g = graph_from_json(doc)
+        n = g.input_count
+        base = Fraction(rng.randint(-8, 8), 8)
+        centre = [base + Fraction(rng.randint(-2, 2), 1000) for _ in range(n)]
+        half = [rng.choice([Fraction(0), Fraction(1, 1000), Fraction(1, 10), Fraction(1, 4)]) for _ in range(n)]
+        try:
+            tm, tvals = _taylor_ranges(g, centre, half)
+        except Undecided:
+            continue
+        lo = [c - r for c, r in zip(centre, half)]
+        hi = [c + r for c, r in zip(centre, half)]
+        for pt in _points(rng, lo, hi, 4):
+            ref = reference(doc, pt)
+            finite += assert_encloses(tm.ball, tvals, ref, f"trial {trial}")
+            total += len(ref)
+    assert total >= 25 * 6 and finite >= 0.9 * total and len(hulls) > 0, (total, finite, len(hulls))
+
+
+def test_the_interval_softmax_encloses_softmax_over_its_box():
+    """``_interval_softmax`` against softmax at the corners and random points of the score box
+    (300 bits), including scores 10^4 apart (no overflow) and a point box."""
+    import flint
+
+    from symbounds.core.graph_tokens import _interval_softmax
+
+    rng = random.Random(5)
+    for trial in range(40):
+        n = rng.randint(1, 4)
+        big = rng.choice([1, 10**4])
+        lo = [Fraction(rng.randint(-8, 8), 4) * big for _ in range(n)]
+        hi = [a + rng.choice([0, Fraction(1, 8), 1, 3]) for a in lo]
+        rngs = [flint.arb(float(a)).union(flint.arb(float(b))) for a, b in zip(lo, hi)]
+        for k in range(n):
+            ball = _interval_softmax(rngs, k)
+            for _ in range(6):
+                x = [MP.mpf(float(a)) + (MP.mpf(float(b)) - MP.mpf(float(a))) * rng.random() for a, b in zip(lo, hi)]
+                if _ == 0:
+                    x = [MP.mpf(float(a if i == k else b)) for i, (a, b) in enumerate(zip(lo, hi))]  # a corner
+                top = max(x)
+                w = _frac(MP.exp(x[k] - top) / MP.fsum(MP.exp(v - top) for v in x))
+                a_lo, a_hi = BallContext(128).to_fraction_bounds(ball)
+                tol = Fraction(1, 2**250)
+                assert a_lo - tol <= w <= a_hi + tol, trial
+
+
+def test_hardmax_heads_are_untouched(monkeypatch):
+    """The new head is for the softmax only: a hardmax graph's Taylor ranges are the same with the
+    softmax head replaced by the old formula."""
+    rng = random.Random(12)
+    for trial in range(10):
+        doc = random_graph(rng, hardmax=True)
+        g = graph_from_json(doc)
+        n = g.input_count
+        centre = [Fraction(rng.randint(-8, 8), 8) for _ in range(n)]
+        half = [Fraction(1, 10**5)] * n
+        try:
+            _, new = _taylor_ranges(g, centre, half)
+        except Undecided:
+            continue
+        with monkeypatch.context() as mp:
+            mp.setattr("symbounds.core.graph_tokens._softmax_head_tm", _old_softmax_head)
+            _, old = _taylor_ranges(g, centre, half)
+        assert all(a.mid() == b.mid() and a.rad() == b.rad() for a, b in zip(new, old)), trial
+
+
+def _encoder_like():
+    """Two heads of width 2 on 4 tokens of width 4 (scale 1/sqrt 2, biases), weights k/8."""
+    rng = random.Random(44)
+    nd = {"name": "a", "op": "attention", "inputs": ["x"], "heads": 2, "Wq": _mat(rng, 4, 4), "Wk": _mat(rng, 4, 4),
+          "Wv": _mat(rng, 4, 4), "Wo": _mat(rng, 4, 4), "scale": {"inv_sqrt": 2},
+          "bq": [_num(rng) for _ in range(4)], "bk": [_num(rng) for _ in range(4)],
+          "bv": [_num(rng) for _ in range(4)], "bo": [_num(rng) for _ in range(4)]}
+    doc = {"format": "symbounds-graph/1", "input": {"name": "x", "tokens": 4, "width": 4}, "nodes": [nd],
+           "output": "a"}
+    centre = [Fraction(rng.randint(-8, 8), 8) for _ in range(16)]
+    return doc, centre
+
+
+@pytest.mark.parametrize("half, factor", [(Fraction(1, 10), 0.5), (Fraction(1, 20), 0.95), (Fraction(1, 50), 1)])
+def test_the_new_head_is_narrower_than_the_old_formula(monkeypatch, half, factor):
+    """On an encoder-like node, the widest Taylor range with the score differences as one
+    product, centred values and interval weights is narrower than the old formula's (computed
+    here in the same run; by more than half at half-width 1/10, where the old weights are mostly
+    remainder); both contain the reference."""
+    doc, centre = _encoder_like()
+    g = graph_from_json(doc)
+    hs = [half] * len(centre)
+    tm, new = _taylor_ranges(g, centre, hs)
+    with monkeypatch.context() as mp:
+        mp.setattr("symbounds.core.graph_tokens._softmax_head_tm", _old_softmax_head)
+        _, old = _taylor_ranges(g, centre, hs)
+    rng = random.Random(3)
+    for pt in _points(rng, [c - half for c in centre], [c + half for c in centre], 4):
+        ref = reference(doc, pt)
+        assert assert_encloses(tm.ball, new, ref) == len(ref)
+        assert assert_encloses(tm.ball, old, ref) == len(ref)
+    wn, wo = max(float(v.rad()) for v in new), max(float(v.rad()) for v in old)
+    assert wn < factor * wo, (wn, wo)
