@@ -555,7 +555,19 @@ def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau):
     total = bx.sum(E, 1)  # (B, nq)
     inv, ok = bx.reciprocal(total)
     inv = FTM(inv.c[:, :, None], None if inv.G is None else inv.G[:, :, :, None], inv.r[:, :, None])
-    return bx.mul(E, inv), ok
+    pi = bx.mul(E, inv)
+    return _Softmax(pi, E, inv), ok
+
+
+class _Softmax(FTM):
+    """The model of ``pi = E / N`` with its factors ``E`` (``(B, nq, n)``) and ``1/N``
+    (``(B, nq, 1)``) kept, for the weighted sum taken as a ratio of sums (:func:`_weighted_values`)."""
+
+    __slots__ = ("E", "inv")
+
+    def __init__(self, pi: FTM, E: FTM, inv: FTM):
+        super().__init__(pi.c, pi.G, pi.r)
+        self.E, self.inv = E, inv
 
 
 def _softmax_interval(Q: FTM, K: FTM, tau, keep, block: int = 1 << 22):
@@ -617,13 +629,43 @@ def _shift(S: FTM) -> FTM:
     return FTM(cm, gm, np.zeros_like(cm))
 
 
+#: Centre the values at their softmax-weighted mean before weighting them, and (with
+#: RATIO_VALUES) take the weighted sum as a ratio of sums (see _weighted_values; the fused kernel
+#: follows both switches).  BENCHMARKS.md, "Fewer boxes": 7,417 -> 735 boxes at d = 2, P = 256.
+CENTRE_VALUES = True
+RATIO_VALUES = True
+
+
 def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
-    """``A[b, a, j] = sum_k pi[b, j, k] V[b, a, k]`` (``pi`` may have batch size 1)."""
+    """``A[b, a, j] = sum_k pi[b, j, k] V[b, a, k]`` (``pi`` may have batch size 1).
+
+    Over Taylor models the values are first centred: ``sum_k pi_k = 1`` exactly, so
+    ``A = m + sum_k pi_k (V_k - m)`` for any ``m`` (a double per row and query, here the mean of
+    the value centres weighted by the centres of ``pi``).  Each ``pi_k``'s remainder is then
+    multiplied by ``|V_k - m|``, small on the tokens that carry the weight, instead of ``|V_k|``.
+    With :data:`RATIO_VALUES` and ``pi = E / N`` known by its factors (:class:`_Softmax`), the sum
+    is ``m + (sum_k E_k (V_k - m)) (1/N)``: one product with ``1/N`` after the sum, whose centre is
+    near 0, instead of one per token."""
     if pi.G is None and V.G is None:
         return _interval_matmul(pi, V)
     P = FTM(pi.c[:, None], None if pi.G is None else pi.G[:, :, None], pi.r[:, None])  # (B, 1, nq, n)
     Vv = V[:, None, :]  # (B, dv, 1, n)
-    return bx.sum(bx.mul(P, Vv), 2)
+    if not CENTRE_VALUES or pi.G is None:
+        return bx.sum(bx.mul(P, Vv), 2)
+    with np.errstate(all="ignore"):
+        m = (P.c * Vv.c).sum(axis=3)  # (B, dv, nq), any doubles (pi may have batch size 1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    M = FTM(m[:, :, :, None], None, np.zeros_like(m)[:, :, :, None])
+    Vc = bx.add(Vv, M, -1.0)  # (B, dv, nq, n)
+    if RATIO_VALUES and isinstance(pi, _Softmax) and pi.E.G is not None:
+        E, inv = pi.E, pi.inv
+        Ee = FTM(E.c[:, None], E.G[:, :, None], E.r[:, None])  # (B, 1, nq, n)
+        num = bx.sum(bx.mul(Ee, Vc), 2)  # (B, dv, nq)
+        iv = FTM(inv.c[:, None, :, 0], None if inv.G is None else inv.G[:, :, None, :, 0], inv.r[:, None, :, 0])
+        A = bx.mul(num, iv)
+    else:
+        A = bx.sum(bx.mul(P, Vc), 2)
+    return bx.add(A, FTM(m, None, np.zeros_like(m)))
 
 
 def _interval_matmul(pi: FTM, V: FTM) -> FTM:

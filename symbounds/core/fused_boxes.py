@@ -10,7 +10,9 @@ and token by token in loops compiled by numba, with no temporaries.
 **The same enclosure.**  Every formula is the one of :mod:`symbounds.core.float_boxes`, step for
 step (the product, ``exp`` with its centred one-sided remainder, the reciprocal with
 ``(L + r)^2 / min|b|^3``, the ReLU hull, the linear ReLU pairs evaluated as ``y``, the softmax
-shifted by the row's largest centre and the weight-averaged gradient, biases and skips), and every
+shifted by the row's largest centre and the weight-averaged gradient, the values centred at their
+weighted mean and summed as a ratio ``m + (sum_k E_k (V_k - m)) / N`` where
+``float_boxes.CENTRE_VALUES`` and ``RATIO_VALUES`` say so, biases and skips), and every
 rounding is bounded by the same a-priori bounds (:mod:`symbounds.core.outward`, Higham,
 *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §2.2, §3.1):
 
@@ -494,7 +496,8 @@ def _sum_tokens(c, G, r, h, gd, g, cc, n, oG):
 
 def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
                    WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, any_r, ws, wG, qc, qG, qr,
-                   kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows, qo, qG3, qro):
+                   kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows, qo, qG3, qro,
+                   centre, ratio, m1, mG):
     """One box: the affine prefix at its rows ``rows``, then the attention layer at the query
     columns ``cols``, every token-wise step a loop over the tokens; the result in ``oc, oG, orr``
     (``(D, nq)``, gradient ``(D, nq, d)``).  Returns False where a softmax normaliser's range
@@ -514,6 +517,7 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
     t = 3 * D
     T1, T2, T3, La, Lb, s1 = ws[t], ws[t + 1], ws[t + 2], ws[t + 3], ws[t + 4], ws[t + 5]
     Sc, Sr, Pc, Pr, w, X = ws[t + 6], ws[t + 7], ws[t + 8], ws[t + 9], ws[t + 10], ws[t + 11]
+    Vc, Vr = ws[t + 12], ws[t + 13]
     Ql, Qc, Qr = ws[t + 14], ws[t + 15], ws[t + 16]
     TG, SG, PG, AG, QG = wG[0], wG[1], wG[2], wG[3], wG[4]
     # Z = F_0 + sum_i x_i F_i at the rows read: c = [1, x0] . [F0c; Fc], r = [1, |x0| + h] . [F0r; Fr]
@@ -709,12 +713,55 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 for k in range(n):
                     QG[i, k] = g2[i]
             _lin_tokens(SG, h, gd, La, n)
+            if centre and ratio:
+                # A_a = m + (sum_k E_k (V_ak - m)) (1/N), m = sum_k pi_k.c V_ak.c (float_boxes._weighted_values)
+                for a in range(nv):
+                    _lin_tokens(vG[a], h, gd, Lb, n)
+                    m = 0.0
+                    for k in range(n):
+                        m += (Sc[k] * ic) * vc[a, k]
+                    m = m if abs(m) < _INF else 0.0  # NaN and inf both give 0
+                    for k in range(n):
+                        c = vc[a, k] - m
+                        Vc[k] = c
+                        Vr[k] = _up(_up(vr[a, k] + 0.0) + _err(c))
+                    _mul_tokens(Sc, SG, Sr, La, Vc, vG[a], Vr, Lb, h, gd, Pc, PG, Pr, s1, n)
+                    c, r = _sum_tokens(Pc, PG, Pr, h, gd, gn, cn, n, g1)
+                    m1[0, 0], m1[1, 0], m1[2, 0] = c, r, _lin(g1, h, gd)
+                    m1[3, 0], m1[4, 0], m1[5, 0] = ic, ir, li
+                    for i in range(d):
+                        mG[0, i, 0] = g1[i]
+                        mG[1, i, 0] = g2[i]
+                    _mul_tokens(m1[0], mG[0], m1[1], m1[2], m1[3], mG[1], m1[4], m1[5], h, gd, m1[6], mG[2], m1[7],
+                                m1[8], 1)
+                    c = m1[6, 0] + m
+                    ac[a, jj] = c
+                    ar[a, jj] = _up(_up(m1[7, 0] + 0.0) + _err(c))
+                    for i in range(d):
+                        aG[a, jj, i] = mG[2, i, 0]
+                continue
             _mul_tokens(Sc, SG, Sr, La, Qc, QG, Qr, Ql, h, gd, Sc, SG, Sr, s1, n)
             _lin_tokens(SG, h, gd, La, n)
             for a in range(nv):
                 _lin_tokens(vG[a], h, gd, Lb, n)
-                _mul_tokens(Sc, SG, Sr, La, vc[a], vG[a], vr[a], Lb, h, gd, Pc, PG, Pr, s1, n)
+                if centre:
+                    # the values centred at m = sum_k pi_k.c V_ak.c (sum pi = 1: A = m + sum pi (V - m))
+                    m = 0.0
+                    for k in range(n):
+                        m += Sc[k] * vc[a, k]
+                    m = m if abs(m) < _INF else 0.0  # NaN and inf both give 0
+                    for k in range(n):
+                        c = vc[a, k] - m
+                        Vc[k] = c
+                        Vr[k] = _up(_up(vr[a, k] + 0.0) + _err(c))
+                    _mul_tokens(Sc, SG, Sr, La, Vc, vG[a], Vr, Lb, h, gd, Pc, PG, Pr, s1, n)
+                else:
+                    m = 0.0
+                    _mul_tokens(Sc, SG, Sr, La, vc[a], vG[a], vr[a], Lb, h, gd, Pc, PG, Pr, s1, n)
                 c, r = _sum_tokens(Pc, PG, Pr, h, gd, gn, cn, n, g1)
+                if centre:
+                    c = c + m
+                    r = _up(_up(r + 0.0) + _err(c))
                 ac[a, jj] = c
                 ar[a, jj] = r
                 for i in range(d):
@@ -739,7 +786,7 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
 
 
 def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
-                     WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, out_c, out_G, out_r, bad):
+                     WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, out_c, out_G, out_r, bad, centre, ratio):
     """:func:`_attention_box` over a batch; ``out_*`` of shapes ``(B, D, nq)``, ``(B, D, nq, d)``."""
     B, d = h.shape
     D, n = F0c.shape
@@ -759,11 +806,12 @@ def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_ta
     tc, tG, tr = np.zeros((D, m)), np.zeros((D, m, d)), np.zeros((D, m))
     gbuf, g1, g2 = np.zeros(2 * d), np.zeros(d), np.zeros(d)
     vrows = np.arange(nv)
+    m1, mG = np.zeros((9, 1)), np.zeros((3, d, 1))
     for b in range(B):
         ok = _attention_box(x0[b], h[b], rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
                             WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, any_r, ws, wG, qc, qG, qr,
                             kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, out_c[b], out_G[b], out_r[b],
-                            gbuf, g1, g2, vrows, qo, qG3, qro)
+                            gbuf, g1, g2, vrows, qo, qG3, qro, centre, ratio, m1, mG)
         if not ok:
             bad[b] = True
 
@@ -920,12 +968,21 @@ class _Plan:
         bad = np.zeros(B, dtype=np.bool_)
         (WQm, WQr), (WKm, WKr), (WVm, WVr), (WOm, WOr) = self.W
         _attention_batch(x0, h, self.rows, *self.F, self.cols, self.skip[0], self.skip[1], *self.tau,
-                         WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, self.has_r, self.gam, c, G, r, bad)
+                         WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, self.has_r, self.gam, c, G, r, bad,
+                         _float_boxes().CENTRE_VALUES, _float_boxes().RATIO_VALUES)
         for f in self.ffns:
             oc, oG, orr = np.zeros_like(c), np.zeros_like(G), np.zeros_like(r)
             _ffn_batch(h, c, G, r, *f, oc, oG, orr)
             c, G, r = oc, oG, orr
         return c, np.moveaxis(G, 3, 1), r, bad
+
+
+def _float_boxes():
+    """:mod:`symbounds.core.float_boxes` (imported late: it imports this module), whose
+    ``CENTRE_VALUES`` switch the kernel follows, so that both passes compute one enclosure."""
+    from . import float_boxes
+
+    return float_boxes
 
 
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
