@@ -551,23 +551,62 @@ def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau):
     S = bx.sum(bx.mul(Qe, Ke), 0)  # (B, nq, n)
     if tau is not None:
         S = bx.scale(tau, S)
-    E = bx.exp(bx.add(S, _shift(S), -1.0))
+    A = bx.add(S, _shift(S), -1.0)
+    E = bx.exp(A)
     total = bx.sum(E, 1)  # (B, nq)
     inv, ok = bx.reciprocal(total)
     inv = FTM(inv.c[:, :, None], None if inv.G is None else inv.G[:, :, :, None], inv.r[:, :, None])
     pi = bx.mul(E, inv)
-    return _Softmax(pi, E, inv), ok
+    return _Softmax(pi, E, inv, _weight_bounds(bx, A) if HULL_VALUES else None), ok
+
+
+def _weight_bounds(bx: _Boxes, A: FTM):
+    """Upper bounds ``u_k >= pi_k`` over the box from the ranges ``[a_k^-, a_k^+]`` of the shifted
+    scores: ``pi_k = e_k / (e_k + R_k)`` grows with ``e_k = e^{a_k}`` and falls with the others'
+    sum ``R_k``, so ``pi_k <= e^{a_k^+} / (e^{a_k^+} + sum_{j != k} e^{a_j^-})`` (at most 1)."""
+    lo, hi = bx.range(A)
+    elo, ehi = fo.exp_lower(lo), fo.exp_upper(hi)
+    n = elo.shape[-1]
+    tot = fo.sum_down(elo, 2)[:, :, None]
+    rest = np.maximum(fo.down(tot - elo), 0.0)  # <= sum of the others' lower bounds
+    den = fo.down(ehi + rest)
+    u = np.where(den > 0, fo.up(ehi / np.where(den > 0, den, 1.0)), 1.0)
+    u = np.minimum(u, 1.0)
+    return np.where(np.isfinite(u), u, 1.0) if n else u
 
 
 class _Softmax(FTM):
     """The model of ``pi = E / N`` with its factors ``E`` (``(B, nq, n)``) and ``1/N``
     (``(B, nq, 1)``) kept, for the weighted sum taken as a ratio of sums (:func:`_weighted_values`)."""
 
-    __slots__ = ("E", "inv")
+    __slots__ = ("E", "inv", "u")
 
-    def __init__(self, pi: FTM, E: FTM, inv: FTM):
+    def __init__(self, pi: FTM, E: FTM, inv: FTM, u=None):
         super().__init__(pi.c, pi.G, pi.r)
-        self.E, self.inv = E, inv
+        self.E, self.inv, self.u = E, inv, u
+
+
+def _hull(u, vlo, vhi):
+    """``(lo, hi)`` with ``lo <= sum_k pi_k v_k <= hi`` for every ``pi`` with ``0 <= pi_k <= u_k``,
+    ``sum_k pi_k = 1`` and ``v_k`` in ``[vlo_k, vhi_k]`` (the last axis): for every ``t``,
+    ``sum_k pi_k v_k - t = sum_k pi_k (v_k - t) <= sum_k u_k (v_k - t)_+``, so
+    ``hi = t + sum_k u_k (vhi_k - t)_+``; ``t`` is taken where the weights ``u`` of the largest
+    values first reach 1 (where the bound is least; any ``t`` is sound), and likewise for ``lo``."""
+
+    def upper(u, v):
+        order = np.argsort(-v, axis=-1, kind="stable")
+        vs = np.take_along_axis(v, order, -1)
+        cum = np.cumsum(np.take_along_axis(u, order, -1), axis=-1)
+        k = np.minimum((cum < 1.0).sum(axis=-1, keepdims=True), v.shape[-1] - 1)
+        t = np.take_along_axis(vs, k, -1)
+        gap = np.maximum(fo.up(v - t), 0.0)
+        return fo.up(t[..., 0] + fo.sum_up(fo.up(u * gap), -1))
+
+    with np.errstate(all="ignore"):
+        hi = upper(u, vhi)
+        lo = -upper(u, -vlo)
+    ok = np.isfinite(hi) & np.isfinite(lo)
+    return np.where(ok, lo, -np.inf), np.where(ok, hi, np.inf)
 
 
 def _softmax_interval(Q: FTM, K: FTM, tau, keep, block: int = 1 << 22):
@@ -634,6 +673,8 @@ def _shift(S: FTM) -> FTM:
 #: follows both switches).  BENCHMARKS.md, "Fewer boxes": 7,417 -> 735 boxes at d = 2, P = 256.
 CENTRE_VALUES = True
 RATIO_VALUES = True
+#: Meet the weighted values with their convex hull, the weights bounded over the box (_hull).
+HULL_VALUES = True
 
 
 def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
@@ -651,7 +692,8 @@ def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
     P = FTM(pi.c[:, None], None if pi.G is None else pi.G[:, :, None], pi.r[:, None])  # (B, 1, nq, n)
     Vv = V[:, None, :]  # (B, dv, 1, n)
     if not CENTRE_VALUES or pi.G is None:
-        return bx.sum(bx.mul(P, Vv), 2)
+        A = bx.sum(bx.mul(P, Vv), 2)
+        return _meet_hull(bx, A, pi.u, V) if isinstance(pi, _Softmax) and pi.u is not None else A
     with np.errstate(all="ignore"):
         m = (P.c * Vv.c).sum(axis=3)  # (B, dv, nq), any doubles (pi may have batch size 1)
     m = np.where(np.isfinite(m), m, 0.0)
@@ -665,7 +707,27 @@ def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
         A = bx.mul(num, iv)
     else:
         A = bx.sum(bx.mul(P, Vc), 2)
-    return bx.add(A, FTM(m, None, np.zeros_like(m)))
+    A = bx.add(A, FTM(m, None, np.zeros_like(m)))
+    if isinstance(pi, _Softmax) and pi.u is not None:
+        A = _meet_hull(bx, A, pi.u, V)
+    return A
+
+
+def _meet_hull(bx: _Boxes, A: FTM, u, V: FTM) -> FTM:
+    """``A`` where its model is the narrower, else the interval of :func:`_hull` (the weighted
+    values' convex hull, the weights bounded by ``u``: wide boxes, where the first-order model of
+    the softmax is poor).  Both enclose ``A``, so either is sound."""
+    vlo, vhi = bx.range(V)  # (B, dv, n)
+    u, vlo, vhi = np.broadcast_arrays(u[:, None], vlo[:, :, None], vhi[:, :, None])  # (B, dv, nq, n)
+    lo, hi = _hull(u, vlo, vhi)  # (B, dv, nq)
+    alo, ahi = bx.range(A)
+    use = (hi - lo) < (ahi - alo)
+    if not use.any():
+        return A
+    c = np.where(use, lo * 0.5 + hi * 0.5, A.c)
+    r = np.where(use, np.maximum(fo.up(hi - c), fo.up(c - lo)), A.r)
+    G = None if A.G is None else np.where(use[:, None], 0.0, A.G)
+    return FTM(c, G, r)
 
 
 def _interval_matmul(pi: FTM, V: FTM) -> FTM:

@@ -1,9 +1,11 @@
-"""The softmax-weighted values centred at their weighted mean, and taken as a ratio of sums.
+"""The softmax-weighted values centred at their weighted mean, taken as a ratio of sums, and met
+with their convex hull.
 
-``symbounds/core/float_boxes.py`` (``_weighted_values``, switches ``CENTRE_VALUES`` and
-``RATIO_VALUES``) and the fused kernel (``fused_boxes._attention_box``) enclose
-``A = sum_k pi_k V_k`` as ``m + (sum_k E_k (V_k - m)) / N``, sound because ``sum_k pi_k = 1``
-exactly.  Independent computations: the network's value at sampled points of each box, in
+``symbounds/core/float_boxes.py`` (``_weighted_values``, switches ``CENTRE_VALUES``,
+``RATIO_VALUES`` and ``HULL_VALUES``) and the fused kernel (``fused_boxes._attention_box``)
+enclose ``A = sum_k pi_k V_k`` as ``m + (sum_k E_k (V_k - m)) / N``, sound because
+``sum_k pi_k = 1`` exactly, and met with ``t + sum_k u_k (V_k - t)_+`` (``u_k >= pi_k`` over the
+box, any ``t``).  Independent computations: the network's value at sampled points of each box, in
 300-bit balls on a fresh model (test_soundness.true_value) or in mpmath at 300 bits straight from
 the formulas (test_fused_kernel.mp_value); random networks, random boxes, random batch order.
 Every switch setting must enclose those values; the centred enclosure must also be the tighter
@@ -20,35 +22,38 @@ from test_fused_kernel import check_fused_against_numpy_and_mpmath, needs_numba
 from symbounds.core import float_boxes, fused_boxes
 from symbounds.core.boxes import Box
 
-SWITCHES = [(True, True), (True, False), (False, False)]
+SWITCHES = [(True, True, True), (True, True, False), (True, False, False), (False, False, True)]
 
 
-@pytest.mark.parametrize(("centre", "ratio"), SWITCHES)
-def test_numpy_pass_encloses_random_networks(centre, ratio, monkeypatch):
+def _switch(monkeypatch, centre, ratio, hull):
     monkeypatch.setattr(float_boxes, "CENTRE_VALUES", centre)
     monkeypatch.setattr(float_boxes, "RATIO_VALUES", ratio)
+    monkeypatch.setattr(float_boxes, "HULL_VALUES", hull)
+
+
+@pytest.mark.parametrize(("centre", "ratio", "hull"), SWITCHES)
+def test_numpy_pass_encloses_random_networks(centre, ratio, hull, monkeypatch):
+    _switch(monkeypatch, centre, ratio, hull)
     monkeypatch.setattr(fused_boxes, "ENABLED", False)
     decided = sum(check_float_enclosures(s, n_boxes=6, n_points=1) for s in range(500, 520))
     assert decided >= 60
 
 
 @needs_numba
-@pytest.mark.parametrize(("centre", "ratio"), SWITCHES)
-def test_fused_kernel_encloses_random_networks_and_matches_numpy(centre, ratio, monkeypatch):
+@pytest.mark.parametrize(("centre", "ratio", "hull"), SWITCHES[:3])
+def test_fused_kernel_encloses_random_networks_and_matches_numpy(centre, ratio, hull, monkeypatch):
     """The kernel and the NumPy pass, under each switch setting: both contain the 300-bit values,
     and differ by the rounding of sums taken in another order only."""
-    monkeypatch.setattr(float_boxes, "CENTRE_VALUES", centre)
-    monkeypatch.setattr(float_boxes, "RATIO_VALUES", ratio)
+    _switch(monkeypatch, centre, ratio, hull)
     decided = 0
-    for s in range(4):
+    for s in range(3):
         decided += check_fused_against_numpy_and_mpmath(700 + s, monkeypatch, n_boxes=4, n_points=1)
         decided += check_fused_against_numpy_and_mpmath(800 + s, monkeypatch, n_boxes=4, n_points=1, scale=64)
     assert decided >= 12
 
 
-def _widths(ev, boxes, centre, ratio, monkeypatch):
-    monkeypatch.setattr(float_boxes, "CENTRE_VALUES", centre)
-    monkeypatch.setattr(float_boxes, "RATIO_VALUES", ratio)
+def _widths(ev, boxes, centre, ratio, hull, monkeypatch):
+    _switch(monkeypatch, centre, ratio, hull)
     lo, hi, ok = ev.ranges([b.lo for b in boxes], [b.hi for b in boxes])
     assert ok.all()
     return hi - lo
@@ -57,7 +62,9 @@ def _widths(ev, boxes, centre, ratio, monkeypatch):
 def test_centring_narrows_the_shi_liao_enclosures(monkeypatch):
     """On the [SL26] network (d = 2, P = 36) over boxes of side 1/16 (the first grid at d = 2),
     the centred values give narrower enclosures than the plain product on most boxes, the ratio
-    of sums narrower still in total; each contains the value at the box's centre (300-bit balls)."""
+    of sums narrower still in total, the hull narrower again (here a box's first-order model of the
+    softmax is poor: the scores' spread varies by about 3 over the box); each contains the value at
+    the box's centre and corners (300-bit balls)."""
     from test_soundness import true_value
 
     _, _, model = _shi_liao_model(2, "1/2")
@@ -68,12 +75,15 @@ def test_centring_narrows_the_shi_liao_enclosures(monkeypatch):
     for _ in range(24):
         c = [F(rng.randint(1, 15), 16) for _ in range(2)]
         boxes.append(Box(tuple(ci - F(1, 32) for ci in c), tuple(ci + F(1, 32) for ci in c)))
-    plain = _widths(ev, boxes, False, False, monkeypatch)
-    centred = _widths(ev, boxes, True, False, monkeypatch)
-    ratio = _widths(ev, boxes, True, True, monkeypatch)
+    plain = _widths(ev, boxes, False, False, False, monkeypatch)
+    centred = _widths(ev, boxes, True, False, False, monkeypatch)
+    ratio = _widths(ev, boxes, True, True, False, monkeypatch)
+    hull = _widths(ev, boxes, True, True, True, monkeypatch)
     assert (centred < plain).mean() > 0.75, (centred, plain)
-    assert ratio.sum() < centred.sum() < plain.sum()
+    assert hull.sum() < ratio.sum() < centred.sum() < plain.sum()
+    assert (hull <= ratio).all()
     lo, hi, _ = ev.ranges([b.lo for b in boxes], [b.hi for b in boxes])
     for b, a, z in zip(boxes, lo, hi):
-        vlo, vhi = true_value(model, b.centre)
-        assert F(a) <= vhi and vlo <= F(z), (b, a, z, vlo, vhi)
+        for x in [b.centre, b.lo, b.hi, (b.lo[0], b.hi[1]), (b.hi[0], b.lo[1])]:
+            vlo, vhi = true_value(model, x)
+            assert F(a) <= vhi and vlo <= F(z), (b, x, a, z, vlo, vhi)
