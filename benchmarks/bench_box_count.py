@@ -9,14 +9,15 @@ boxes; ``time.process_time``), the boxes proved and evaluated, the largest certi
 verdict.  The variants of one instance run one after the other (their order reversed in every
 other round), so the machine's load affects them alike:
 
-* ``before``: the enclosure as it was (``float_boxes.CENTRE_VALUES = False``; the fused kernel
-  follows the switches), halving the widest side;
-* ``centred``: the softmax-weighted values centred at their weighted mean (``CENTRE_VALUES``,
-  ``RATIO_VALUES = False``);
-* ``ratio``: centred, and the weighted sum taken as a ratio of sums (both switches: the default);
-* ``ratio+gradient``: the same, halving the side ``certify --bisect gradient`` picks;
-* ``ratio+coarse``: the same, from a coarser first grid (``CertifyOptions.initial``: 8 boxes per
-  axis at d = 1, 4 at d = 2, 2 at d = 3, instead of 64, 16, 4).
+* ``before``: the enclosure as it was (``float_boxes.CENTRE_VALUES``, ``RATIO_VALUES`` and
+  ``HULL_VALUES`` False; the fused kernel follows the switches), halving the widest side, from the
+  first grid of 64, 16 and 4 boxes per axis at d = 1, 2, 3;
+* ``centred``: the softmax-weighted values centred at their weighted mean (``CENTRE_VALUES``);
+* ``ratio``: centred, and the weighted sum taken as a ratio of sums (``RATIO_VALUES``);
+* ``hull``: both, and met with the values' convex hull under bounded weights (``HULL_VALUES``);
+* ``hull+gradient``: the same, halving the side ``certify --bisect gradient`` picks;
+* ``hull+coarse``: the same, from a coarser first grid (8 boxes per axis at d = 1, 4 at d = 2, 2 at
+  d = 3).
 
 With ``--before DIR`` (a ``git archive`` of an earlier commit's ``symbounds`` package, e.g.
 ``git archive main symbounds | tar -x -C DIR``) the ``before`` variant runs that tree instead of
@@ -42,13 +43,16 @@ INSTANCES = {
 }
 DEFAULT = ["d1-40", "d2-64", "d2-144", "d2-256", "d3-125"]
 
-#: (CENTRE_VALUES, RATIO_VALUES, split rule, coarse first grid) of each variant
+#: (CENTRE_VALUES, RATIO_VALUES, HULL_VALUES, split rule, first grid per axis by d) of each variant
+GRID = {1: 64, 2: 16, 3: 4}
+COARSE = {1: 8, 2: 4, 3: 2}
 VARIANTS = {
-    "before": (False, False, "widest", False),
-    "centred": (True, False, "widest", False),
-    "ratio": (True, True, "widest", False),
-    "ratio+gradient": (True, True, "gradient", False),
-    "ratio+coarse": (True, True, "widest", True),
+    "before": (False, False, False, "widest", GRID),
+    "centred": (True, False, False, "widest", GRID),
+    "ratio": (True, True, False, "widest", GRID),
+    "hull": (True, True, True, "widest", GRID),
+    "hull+gradient": (True, True, True, "gradient", GRID),
+    "hull+coarse": (True, True, True, "widest", COARSE),
 }
 
 CHILD = r"""
@@ -58,13 +62,13 @@ from symbounds.core import float_boxes
 from symbounds.core.boxes import CertifyOptions
 from symbounds.papers import shi_liao as sl
 from symbounds.papers.shi_liao.certificate import certify_instance, rebuild
-centre, ratio, split, coarse, check = @CENTRE@, @RATIO@, @SPLIT@, @COARSE@, @CHECK@
-if hasattr(float_boxes, "CENTRE_VALUES"):
-    float_boxes.CENTRE_VALUES, float_boxes.RATIO_VALUES = centre, ratio
+centre, ratio, hull, split, grid, check = @CENTRE@, @RATIO@, @HULL@, @SPLIT@, @GRID@, @CHECK@
+if hasattr(float_boxes, "HULL_VALUES"):
+    float_boxes.CENTRE_VALUES, float_boxes.RATIO_VALUES, float_boxes.HULL_VALUES = centre, ratio, hull
 elif centre:
     raise SystemExit("this tree has no CENTRE_VALUES switch")
 inst = @INST@
-opts = CertifyOptions(workers=1, split=split, initial=({1: 8, 2: 4}.get(inst.d, 2) if coarse else None))
+opts = CertifyOptions(workers=1, split=split, initial=grid[inst.d])
 cert, res = certify_instance(inst, opts)
 cpu = time.process_time() - t0
 tc = None
@@ -80,10 +84,10 @@ print(json.dumps({"P": sl.constants(inst).P, "eps": str(inst.eps), "cpu": cpu, "
 
 
 def run(tree: str, inst: str, variant: str, check: bool) -> dict:
-    centre, ratio, split, coarse = VARIANTS[variant]
+    centre, ratio, hull, split, grid = VARIANTS[variant]
     code = (CHILD.replace("@INST@", inst).replace("@CENTRE@", repr(centre)).replace("@RATIO@", repr(ratio))
-            .replace("@SPLIT@", repr(split))
-            .replace("@COARSE@", repr(coarse)).replace("@CHECK@", repr(check)))
+            .replace("@HULL@", repr(hull)).replace("@SPLIT@", repr(split)).replace("@GRID@", repr(grid))
+            .replace("@CHECK@", repr(check)))
     env = dict(os.environ, PYTHONPATH=tree, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, cwd=tree, text=True)
     if out.returncode:
@@ -95,7 +99,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--only", help="comma-separated instances: " + ", ".join(INSTANCES))
-    ap.add_argument("--variants", default="before,centred,ratio,ratio+gradient,ratio+coarse")
+    ap.add_argument("--variants", default="before,centred,ratio,hull,hull+gradient,hull+coarse")
     ap.add_argument("--before", help="directory holding an earlier symbounds package for the 'before' runs")
     ap.add_argument("--check", action="store_true", help="also re-verify each proved certificate")
     args = ap.parse_args()

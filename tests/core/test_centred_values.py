@@ -87,3 +87,66 @@ def test_centring_narrows_the_shi_liao_enclosures(monkeypatch):
         for x in [b.centre, b.lo, b.hi, (b.lo[0], b.hi[1]), (b.hi[0], b.lo[1])]:
             vlo, vhi = true_value(model, x)
             assert F(a) <= vhi and vlo <= F(z), (b, x, a, z, vlo, vhi)
+
+
+def _lp_max(u, v):
+    """``max sum_k p_k v_k`` over ``0 <= p_k <= u_k``, ``sum p_k = 1`` (``sum u >= 1``), exactly:
+    the mass goes to the largest values first."""
+    left, total = F(1), F(0)
+    for k in sorted(range(len(v)), key=lambda k: -v[k]):
+        take = min(F(u[k]), left)
+        total += take * F(v[k])
+        left -= take
+    return total
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_hull_bounds_the_worst_weights_and_is_attained(seed):
+    """``_hull`` against the exact linear-programming extremes of the weighted sum: it contains
+    them (the greedy weights are feasible) and is within rounding of them (they are attained)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    u = np.minimum(rng.exponential(0.3, n) * rng.choice([1e-30, 1.0], n, p=[0.3, 0.7]), 1.0)
+    u[rng.integers(n)] = 1.0  # the weights can reach 1 (sum u >= 1)
+    vlo = rng.normal(0, 1, n)
+    vhi = vlo + rng.exponential(0.1, n)
+    lo, hi = float_boxes._hull(u[None], vlo[None], vhi[None])
+    best, worst = _lp_max(u, vhi), -_lp_max(u, -vlo)
+    assert F(float(hi[0])) >= best and F(float(lo[0])) <= worst
+    assert float(hi[0]) - float(best) <= 1e-12 * (1 + abs(float(best)))
+    assert float(worst) - float(lo[0]) <= 1e-12 * (1 + abs(float(worst)))
+    if fused_boxes.ENABLED:
+        fused_boxes.load()
+        gsum = float(fused_boxes.fo.up(1.0 + 2 * n * fused_boxes.fo.U))
+        up = fused_boxes._hull_upper(u, vhi.copy(), np.zeros(n), n, gsum)
+        assert up == float(hi[0])
+
+
+def test_weight_bounds_contain_the_softmax_at_points():
+    """``_weight_bounds`` over boxes of affine scores: every exact softmax weight at sampled
+    points of the box (300-bit balls) is at most its bound."""
+    import flint
+    import numpy as np
+
+    from symbounds.core.float_boxes import FTM, _Boxes
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        B, d, n = 3, 2, int(rng.integers(2, 12))
+        h = np.abs(rng.normal(0, 0.1, (B, d)))
+        c = rng.normal(0, 3, (B, 1, n))
+        G = rng.normal(0, 20, (B, d, 1, n))
+        bx = _Boxes(h)
+        u = float_boxes._weight_bounds(bx, FTM(c, G, np.zeros_like(c)))
+        for b in range(B):
+            for _ in range(4):
+                delta = rng.uniform(-1, 1, d) * h[b]
+                with flint.ctx.workprec(300):
+                    s = [flint.arb(float(c[b, 0, k])) + sum(flint.arb(float(G[b, i, 0, k])) * flint.arb(float(delta[i]))
+                                                            for i in range(d)) for k in range(n)]
+                    e = [x.exp() for x in s]
+                    tot = sum(e)
+                    for k in range(n):
+                        assert e[k] / tot <= flint.arb(float(u[b, 0, k])), (k, u[b, 0, k])
