@@ -692,7 +692,7 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     in [0, 1]) and ``evaluated`` the number of boxes evaluated (the queue grows as boxes are
     bisected, so a count of boxes has no fixed total)."""
     t0 = time.perf_counter()
-    per_axis = opts.initial or {1: 64, 2: 16}.get(d, 4)
+    per_axis = opts.initial or {1: 8, 2: 4}.get(d, 2)  # coarse: the hull encloses wide boxes (BENCHMARKS.md)
     grid = _initial_boxes(d, per_axis)
     setup = (model_json, target_text, d, opts.prec, eps, opts.fast,
              (digest(model_json), target_text, d, opts.prec, eps, opts.fast))
