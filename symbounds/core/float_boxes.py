@@ -338,6 +338,10 @@ class FloatBoxEvaluator:
         self.dep = st.prefix_dependence
         self._prefix_maps = None
         self._read = None
+        #: the softmax-weighted values centred, as a ratio of sums and met with their convex hull
+        #: (:func:`_weighted_values`): off for certificates the checker kernel re-derives box by
+        #: box with plain Taylor models (``CertifyOptions.tight``)
+        self.tight = True
 
     # --- the pass ---------------------------------------------------------------------------------
     def _embed(self, bx: _Boxes, x0) -> FTM:
@@ -363,7 +367,7 @@ class FloatBoxEvaluator:
         :class:`FloatBoxOps`; with ``prune``, the first layer that only the readout's column needs
         keeps only ``cols`` (None if no layer pruned); with ``shared_scores``, an input-independent
         head's softmax is computed once, at the first box (the points of the affine prefix)."""
-        ops = FloatBoxOps(bx)
+        ops = FloatBoxOps(bx, tight=self.tight)
         run = self._walk(shared_scores)
         kept = None
         for i in range(start, stop):
@@ -381,11 +385,12 @@ class FloatBoxEvaluator:
     def _attention(self, bx, layer, Z: FTM, cols, shared_scores) -> FTM:
         """One attention layer (``layer.apply`` over :class:`FloatBoxOps`); the interval softmax
         rows of a large prefix layer shared across its heads (:func:`float_shared.rows_for`)."""
-        return layer.apply(FloatBoxOps(bx, _shared_rows(layer, Z, shared_scores)), Z, self._walk(shared_scores), cols)
+        return layer.apply(FloatBoxOps(bx, _shared_rows(layer, Z, shared_scores), self.tight), Z, self._walk(shared_scores),
+                           cols)
 
     def _ffn(self, bx, layer, Z: FTM, cols) -> FTM:
         """One feed-forward layer (``layer.apply`` over :class:`FloatBoxOps`)."""
-        return layer.apply(FloatBoxOps(bx), Z, self._walk(False), cols)
+        return layer.apply(FloatBoxOps(bx, tight=self.tight), Z, self._walk(False), cols)
 
     def setup(self):
         """The one-off work: the affine prefix (:meth:`_prefix`).  Raises ValueError when float64
@@ -544,7 +549,7 @@ class FloatBoxEvaluator:
         return worst * (self.d + 1)
 
 
-def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau):
+def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau, tight: bool = True):
     """``(pi, ok)``: ``pi[b, j, k] = softmax_k(<Q_j, K_k> / tau)`` (``Q`` of shape ``(B, dk, nq)``,
     ``K`` of ``(B, dk, n)``), shifted by the score with the largest upper end in each row."""
     Qe, Ke = Q[:, :, None], K[:, None, :]  # (B, dk, nq, 1) and (B, dk, 1, n)
@@ -557,7 +562,7 @@ def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau):
     inv, ok = bx.reciprocal(total)
     inv = FTM(inv.c[:, :, None], None if inv.G is None else inv.G[:, :, :, None], inv.r[:, :, None])
     pi = bx.mul(E, inv)
-    return _Softmax(pi, E, inv, _weight_bounds(bx, A) if HULL_VALUES else None), ok
+    return _Softmax(pi, E, inv, _weight_bounds(bx, A) if (HULL_VALUES and tight) else None), ok
 
 
 def _weight_bounds(bx: _Boxes, A: FTM):
@@ -677,7 +682,7 @@ RATIO_VALUES = True
 HULL_VALUES = True
 
 
-def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
+def _weighted_values(bx: _Boxes, pi: FTM, V: FTM, tight: bool = True) -> FTM:
     """``A[b, a, j] = sum_k pi[b, j, k] V[b, a, k]`` (``pi`` may have batch size 1).
 
     Over Taylor models the values are first centred: ``sum_k pi_k = 1`` exactly, so
@@ -691,7 +696,7 @@ def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
         return _interval_matmul(pi, V)
     P = FTM(pi.c[:, None], None if pi.G is None else pi.G[:, :, None], pi.r[:, None])  # (B, 1, nq, n)
     Vv = V[:, None, :]  # (B, dv, 1, n)
-    if not CENTRE_VALUES or pi.G is None:
+    if not (CENTRE_VALUES and tight) or pi.G is None:
         A = bx.sum(bx.mul(P, Vv), 2)
         return _meet_hull(bx, A, pi.u, V) if isinstance(pi, _Softmax) and pi.u is not None else A
     with np.errstate(all="ignore"):
@@ -699,7 +704,7 @@ def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
     m = np.where(np.isfinite(m), m, 0.0)
     M = FTM(m[:, :, :, None], None, np.zeros_like(m)[:, :, :, None])
     Vc = bx.add(Vv, M, -1.0)  # (B, dv, nq, n)
-    if RATIO_VALUES and isinstance(pi, _Softmax) and pi.E.G is not None:
+    if RATIO_VALUES and tight and isinstance(pi, _Softmax) and pi.E.G is not None:
         E, inv = pi.E, pi.inv
         Ee = FTM(E.c[:, None], E.G[:, :, None], E.r[:, None])  # (B, 1, nq, n)
         num = bx.sum(bx.mul(Ee, Vc), 2)  # (B, dv, nq)
@@ -794,8 +799,11 @@ class FloatBoxOps:
     #: the first layer's shared softmax weights are an exact-arithmetic device, not used here
     shares_softmax = False
 
-    def __init__(self, bx: _Boxes, shared_rows=None):
+    def __init__(self, bx: _Boxes, shared_rows=None, tight: bool = True):
         self.bx = bx
+        #: the softmax-weighted values centred, as a ratio of sums and met with their hull
+        #: (:func:`_weighted_values`, as the module's switches allow); False: the plain product
+        self.tight = tight
         #: a :class:`~symbounds.core.float_shared.SharedRows` serving the interval softmax, or None
         self.shared_rows = shared_rows
 
@@ -886,7 +894,7 @@ class FloatBoxOps:
             softmax = _softmax_interval if self.shared_rows is None else self.shared_rows.softmax
             pi, ok = softmax(Q, K, tau, keep)
         else:
-            pi, ok = _softmax(sbx, Q, K, tau)
+            pi, ok = _softmax(sbx, Q, K, tau, self.tight)
         self.bx.bad |= ~ok.all(axis=1)
         return pi
 
@@ -899,7 +907,7 @@ class FloatBoxOps:
             keep = list(range(V.c.shape[2])) if columns is None else columns
             A = _interval_matmul(pi, FTM(V.c[:, :, keep], None, V.r[:, :, keep]))
         else:
-            A = _weighted_values(bx, pi, V)
+            A = _weighted_values(bx, pi, V, self.tight)
         return bx.linear(WO, A)
 
 

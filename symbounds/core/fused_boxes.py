@@ -1029,7 +1029,7 @@ class _Plan:
         self.kept = list(ev.needed[att_index])
         self.D = D
 
-    def run(self, x0, h):
+    def run(self, x0, h, tight: bool = True):
         """``(c, G, r, bad)`` of the state after the last layer, ``(B, D, nq)``, gradient
         ``(B, d, D, nq)``, for boxes ``x0 +- h``."""
         B, d = h.shape
@@ -1039,9 +1039,10 @@ class _Plan:
         c, G, r = np.zeros((B, self.D, nq)), np.zeros((B, self.D, nq, d)), np.zeros((B, self.D, nq))
         bad = np.zeros(B, dtype=np.bool_)
         (WQm, WQr), (WKm, WKr), (WVm, WVr), (WOm, WOr) = self.W
+        fb = _float_boxes()
         _attention_batch(x0, h, self.rows, *self.F, self.cols, self.skip[0], self.skip[1], *self.tau,
                          WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, self.has_r, self.gam, c, G, r, bad,
-                         _float_boxes().CENTRE_VALUES, _float_boxes().RATIO_VALUES, _float_boxes().HULL_VALUES)
+                         fb.CENTRE_VALUES and tight, fb.RATIO_VALUES and tight, fb.HULL_VALUES and tight)
         for f in self.ffns:
             oc, oG, orr = np.zeros_like(c), np.zeros_like(G), np.zeros_like(r)
             _ffn_batch(h, c, G, r, *f, oc, oG, orr)
@@ -1091,7 +1092,7 @@ def readout_model(ev, x0, h, prefix_maps, rows_read):
     plan = _plan(ev, prefix_maps, rows_read)  # the structure first: numba is imported only for a model the kernel covers
     if plan is None or load() is None:
         return None
-    c, G, r, bad = plan.run(x0, h)
+    c, G, r, bad = plan.run(x0, h, getattr(ev, "tight", True))
     j = plan.kept.index(ev.readout.column)
     row = ev.readout.row
     return c[:, row, j], G[:, :, row, j], r[:, row, j], bad

@@ -150,3 +150,33 @@ def test_weight_bounds_contain_the_softmax_at_points():
                     tot = sum(e)
                     for k in range(n):
                         assert e[k] / tot <= flint.arb(float(u[b, 0, k])), (k, u[b, 0, k])
+
+
+# ------------------------------------------------------------------------------------------
+# whole certificates with CertifyOptions(tight=True)
+
+
+def test_tight_certificate_checks_and_a_tampered_model_is_refuted():
+    """``certify`` with the tight enclosures (the hull, a coarse first grid): fewer boxes than the
+    default, the boxes tile the square, ``check_certificate`` re-derives every recorded bound; the
+    network with one centre's value shifted by 1 is refuted at a point whose error, in 300-bit
+    balls, exceeds eps."""
+    from symbounds.core.boxes import CertifyOptions, certify_model, point_error
+    from symbounds.core.certificate import check_certificate
+    from symbounds.core.modelfile import model_from_json, model_to_json
+    from symbounds.papers import shi_liao as sl
+    from symbounds.papers.shi_liao.certificate import certify_instance, rebuild
+
+    inst = sl.Instance(d=2, C_H=1, B=1, eps="1/2", target="sin(x1+x2)/2")
+    cert, res = certify_instance(inst, CertifyOptions(tight=True))
+    _, plain = certify_instance(inst, CertifyOptions())
+    assert res.verdict == "proved" and len(res.boxes) < len(plain.boxes)
+    assert sum(b.volume() for b, _ in res.boxes) == 1
+    assert check_certificate(cert, rebuild)["boxes"] == len(res.boxes)
+    K = sl.constants(inst)
+    mj = model_to_json(sl.build(K), 192)
+    mj["layers"][0]["heads"][3]["W_V"][1][K.d] = str(F(mj["layers"][0]["heads"][3]["W_V"][1][K.d]) + 1)
+    bad = certify_model(mj, inst.target_text, 2, inst.eps, CertifyOptions(tight=True))
+    assert bad.verdict == "refuted" and bad.counterexample is not None
+    x = [F(v) for v in bad.counterexample["x"]]
+    assert point_error(model_from_json(mj), inst.target_expr(), 2, x, 300) > inst.eps
