@@ -370,7 +370,9 @@ class FloatBoxEvaluator:
         ops = FloatBoxOps(bx, tight=self.tight)
         run = self._walk(shared_scores)
         kept = None
+        last = max((k for k, layer in enumerate(self.layers) if isinstance(layer, FloatAttention)), default=-1)
         for i in range(start, stop):
+            ops.hull = i == last
             cols = self.needed.get(i) if (prune and kept is None) else None
             ops.shared_rows = _shared_rows(self.layers[i], Z, shared_scores)
             Z = self.layers[i].apply(ops, Z, run, cols)
@@ -549,7 +551,7 @@ class FloatBoxEvaluator:
         return worst * (self.d + 1)
 
 
-def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau, tight: bool = True):
+def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau, tight: bool = True, hull: bool = False):
     """``(pi, ok)``: ``pi[b, j, k] = softmax_k(<Q_j, K_k> / tau)`` (``Q`` of shape ``(B, dk, nq)``,
     ``K`` of ``(B, dk, n)``), shifted by the score with the largest upper end in each row."""
     Qe, Ke = Q[:, :, None], K[:, None, :]  # (B, dk, nq, 1) and (B, dk, 1, n)
@@ -562,7 +564,7 @@ def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau, tight: bool = True):
     inv, ok = bx.reciprocal(total)
     inv = FTM(inv.c[:, :, None], None if inv.G is None else inv.G[:, :, :, None], inv.r[:, :, None])
     pi = bx.mul(E, inv)
-    return _Softmax(pi, E, inv, _weight_bounds(bx, A) if (HULL_VALUES and tight) else None), ok
+    return _Softmax(pi, E, inv, _weight_bounds(bx, A) if (HULL_VALUES and tight and hull) else None), ok
 
 
 def _weight_bounds(bx: _Boxes, A: FTM):
@@ -804,6 +806,9 @@ class FloatBoxOps:
         #: the softmax-weighted values centred, as a ratio of sums and met with their hull
         #: (:func:`_weighted_values`, as the module's switches allow); False: the plain product
         self.tight = tight
+        #: the hull too (only in the last attention layer: its interval, without a gradient, would
+        #: widen a later softmax's first-order exp, whose remainder grows like ``e^r r``)
+        self.hull = False
         #: a :class:`~symbounds.core.float_shared.SharedRows` serving the interval softmax, or None
         self.shared_rows = shared_rows
 
@@ -894,7 +899,7 @@ class FloatBoxOps:
             softmax = _softmax_interval if self.shared_rows is None else self.shared_rows.softmax
             pi, ok = softmax(Q, K, tau, keep)
         else:
-            pi, ok = _softmax(sbx, Q, K, tau, self.tight)
+            pi, ok = _softmax(sbx, Q, K, tau, self.tight, self.hull)
         self.bx.bad |= ~ok.all(axis=1)
         return pi
 
