@@ -698,7 +698,7 @@ def _weighted_values(bx: _Boxes, pi: FTM, V: FTM, tight: bool = True) -> FTM:
         return _interval_matmul(pi, V)
     P = FTM(pi.c[:, None], None if pi.G is None else pi.G[:, :, None], pi.r[:, None])  # (B, 1, nq, n)
     Vv = V[:, None, :]  # (B, dv, 1, n)
-    if not (CENTRE_VALUES and tight) or pi.G is None:
+    if not (CENTRE_VALUES and tight and isinstance(pi, _Softmax)) or pi.G is None:  # a whole softmax row sums to 1
         A = bx.sum(bx.mul(P, Vv), 2)
         return _meet_hull(bx, A, pi.u, V) if isinstance(pi, _Softmax) and pi.u is not None else A
     with np.errstate(all="ignore"):
