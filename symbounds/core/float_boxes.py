@@ -512,7 +512,9 @@ class FloatBoxEvaluator:
         bx = _Boxes(h)
         fused = None
         if shortcuts:
-            fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read)  # compiled, where it applies
+            t = self.tight  # the kernel follows the switches of _weighted_values
+            flags = (CENTRE_VALUES and t, RATIO_VALUES and t, HULL_VALUES and t)
+            fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read, flags)  # compiled, where it applies
         if fused is not None:
             T = FTM(*fused[:3])
             bx.bad |= fused[3]

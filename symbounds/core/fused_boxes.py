@@ -1029,7 +1029,7 @@ class _Plan:
         self.kept = list(ev.needed[att_index])
         self.D = D
 
-    def run(self, x0, h, tight: bool = True):
+    def run(self, x0, h, flags=(True, True, True)):
         """``(c, G, r, bad)`` of the state after the last layer, ``(B, D, nq)``, gradient
         ``(B, d, D, nq)``, for boxes ``x0 +- h``."""
         B, d = h.shape
@@ -1039,23 +1039,14 @@ class _Plan:
         c, G, r = np.zeros((B, self.D, nq)), np.zeros((B, self.D, nq, d)), np.zeros((B, self.D, nq))
         bad = np.zeros(B, dtype=np.bool_)
         (WQm, WQr), (WKm, WKr), (WVm, WVr), (WOm, WOr) = self.W
-        fb = _float_boxes()
         _attention_batch(x0, h, self.rows, *self.F, self.cols, self.skip[0], self.skip[1], *self.tau,
                          WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, self.has_r, self.gam, c, G, r, bad,
-                         fb.CENTRE_VALUES and tight, fb.RATIO_VALUES and tight, fb.HULL_VALUES and tight)
+                         *flags)
         for f in self.ffns:
             oc, oG, orr = np.zeros_like(c), np.zeros_like(G), np.zeros_like(r)
             _ffn_batch(h, c, G, r, *f, oc, oG, orr)
             c, G, r = oc, oG, orr
         return c, np.moveaxis(G, 3, 1), r, bad
-
-
-def _float_boxes():
-    """:mod:`symbounds.core.float_boxes` (imported late: it imports this module), whose
-    ``CENTRE_VALUES`` switch the kernel follows, so that both passes compute one enclosure."""
-    from . import float_boxes
-
-    return float_boxes
 
 
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -1082,7 +1073,7 @@ def _plan(ev, prefix_maps, rows_read):
     return plan
 
 
-def readout_model(ev, x0, h, prefix_maps, rows_read):
+def readout_model(ev, x0, h, prefix_maps, rows_read, flags=(True, True, True)):
     """``(c, G, r, bad)``: the readout's model over the boxes ``x0 +- h`` (shapes ``(B,)``,
     ``(B, d)``, ``(B,)``; ``bad[b]`` where a step could not be enclosed), or None when the kernel
     does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs.
@@ -1092,7 +1083,7 @@ def readout_model(ev, x0, h, prefix_maps, rows_read):
     plan = _plan(ev, prefix_maps, rows_read)  # the structure first: numba is imported only for a model the kernel covers
     if plan is None or load() is None:
         return None
-    c, G, r, bad = plan.run(x0, h, getattr(ev, "tight", True))
+    c, G, r, bad = plan.run(x0, h, flags)
     j = plan.kept.index(ev.readout.column)
     row = ev.readout.row
     return c[:, row, j], G[:, :, row, j], r[:, row, j], bad
