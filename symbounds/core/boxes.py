@@ -75,6 +75,11 @@ class CertifyOptions:
     fast: bool = True  # float64 Taylor models first (Arb for the boxes they cannot decide)
     split: str = "widest"  # or "gradient": the side a box that missed eps is halved along (BENCHMARKS.md)
     timeout: float | None = None  # seconds of wall clock (checked between steps of the search)
+    #: the softmax-weighted values centred, as a ratio of sums and met with their convex hull
+    #: (float_boxes._weighted_values): 10 to 70 times fewer boxes, but boxes so wide (or bounds so
+    #: tight) that the checker kernel's plain Taylor models cannot re-derive them within its
+    #: bisections (BENCHMARKS.md, "Fewer boxes"); off by default, so certificates stay kernel-checked
+    tight: bool = False
 
 
 @dataclass
@@ -326,12 +331,14 @@ def point_error(model, g, d: int, x, prec: int):
 _W: dict = {}
 
 
-def _worker_init(model_json, target_text, d, prec, eps=None, fast=True, key=None):
+def _worker_init(model_json, target_text, d, prec, eps=None, fast=True, key=None, tight=True):
     """Parse the model and target and build the float setup, unless this process has them for
     ``key`` already (a forked process inherits the parent's; a Dask worker keeps them between
     batches)."""
     key = key or (digest(model_json), target_text, d, prec, eps, fast)
     if _W.get("key") == key:
+        if _W["fast"] is not None:
+            _W["fast"].tight = tight
         return
     _W.clear()
     _W["model"] = model_from_json(model_json)
@@ -341,6 +348,8 @@ def _worker_init(model_json, target_text, d, prec, eps=None, fast=True, key=None
     _W["prec"] = prec
     _W["eps"] = eps
     _W["fast"] = float_evaluator(_W["model"], prec) if fast else None
+    if _W["fast"] is not None:
+        _W["fast"].tight = tight
     _W["key"] = key
 
 
@@ -503,7 +512,7 @@ def _dask_batch(setup, boxes):
 class _DaskMap:
     """``imap``-like evaluation of boxes on a Dask cluster, in batches."""
 
-    def __init__(self, address, model_json, target_text, d, prec, eps, fast, key):
+    def __init__(self, address, model_json, target_text, d, prec, eps, fast, key, tight=False):
         try:
             from distributed import Client
         except ImportError:
@@ -512,7 +521,7 @@ class _DaskMap:
             self.client = Client(address, timeout="10s")
         except OSError as e:
             raise ValueError(f"cannot reach the Dask scheduler at {address}: {str(e).splitlines()[0]}") from None
-        self.setup = (model_json, target_text, d, prec, eps, fast, key)
+        self.setup = (model_json, target_text, d, prec, eps, fast, key, tight)
         self.setup_future = self.client.scatter(self.setup, broadcast=True)
         self.workers = max(1, len(self.client.ncores()))
 
@@ -692,10 +701,11 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     in [0, 1]) and ``evaluated`` the number of boxes evaluated (the queue grows as boxes are
     bisected, so a count of boxes has no fixed total)."""
     t0 = time.perf_counter()
-    per_axis = opts.initial or {1: 64, 2: 16}.get(d, 4)
+    # tight: a coarse first grid (the hull encloses wide boxes; BENCHMARKS.md, "Fewer boxes")
+    per_axis = opts.initial or ({1: 8, 2: 4}.get(d, 2) if opts.tight else {1: 64, 2: 16}.get(d, 4))
     grid = _initial_boxes(d, per_axis)
     setup = (model_json, target_text, d, opts.prec, eps, opts.fast,
-             (digest(model_json), target_text, d, opts.prec, eps, opts.fast))
+             (digest(model_json), target_text, d, opts.prec, eps, opts.fast), opts.tight)
     pool = dask = None
     if opts.scheduler:
         dask = _DaskMap(opts.scheduler, *setup)

@@ -339,6 +339,10 @@ class FloatBoxEvaluator:
         self.dep = st.prefix_dependence
         self._prefix_maps = None
         self._read = None
+        #: the softmax-weighted values centred, as a ratio of sums and met with their convex hull
+        #: (:func:`_weighted_values`): off for certificates the checker kernel re-derives box by
+        #: box with plain Taylor models (``CertifyOptions.tight``)
+        self.tight = True
 
     # --- the pass ---------------------------------------------------------------------------------
     def _embed(self, bx: _Boxes, x0) -> FTM:
@@ -364,10 +368,12 @@ class FloatBoxEvaluator:
         :class:`FloatBoxOps`; with ``prune``, the first layer that only the readout's column needs
         keeps only ``cols`` (None if no layer pruned); with ``shared_scores``, an input-independent
         head's softmax is computed once, at the first box (the points of the affine prefix)."""
-        ops = FloatBoxOps(bx)
+        ops = FloatBoxOps(bx, tight=self.tight)
         run = self._walk(shared_scores)
         kept = None
+        last = max((k for k, layer in enumerate(self.layers) if isinstance(layer, FloatAttention)), default=-1)
         for i in range(start, stop):
+            ops.hull = i == last
             cols = self.needed.get(i) if (prune and kept is None) else None
             ops.shared_rows = _shared_rows(self.layers[i], Z, shared_scores)
             Z = self.layers[i].apply(ops, Z, run, cols)
@@ -382,11 +388,12 @@ class FloatBoxEvaluator:
     def _attention(self, bx, layer, Z: FTM, cols, shared_scores) -> FTM:
         """One attention layer (``layer.apply`` over :class:`FloatBoxOps`); the interval softmax
         rows of a large prefix layer shared across its heads (:func:`float_shared.rows_for`)."""
-        return layer.apply(FloatBoxOps(bx, _shared_rows(layer, Z, shared_scores)), Z, self._walk(shared_scores), cols)
+        return layer.apply(FloatBoxOps(bx, _shared_rows(layer, Z, shared_scores), self.tight), Z, self._walk(shared_scores),
+                           cols)
 
     def _ffn(self, bx, layer, Z: FTM, cols) -> FTM:
         """One feed-forward layer (``layer.apply`` over :class:`FloatBoxOps`)."""
-        return layer.apply(FloatBoxOps(bx), Z, self._walk(False), cols)
+        return layer.apply(FloatBoxOps(bx, tight=self.tight), Z, self._walk(False), cols)
 
     def setup(self):
         """The one-off work: the affine prefix (:meth:`_prefix`).  Raises ValueError when float64
@@ -506,7 +513,9 @@ class FloatBoxEvaluator:
         bx = _Boxes(h)
         fused = None
         if shortcuts:
-            fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read)  # compiled, where it applies
+            t = self.tight  # the kernel follows the switches of _weighted_values
+            flags = (CENTRE_VALUES and t, RATIO_VALUES and t, HULL_VALUES and t)
+            fused = fused_boxes.readout_model(self, x0, h, self._prefix, self._rows_read, flags)  # compiled, where it applies
         if fused is not None:
             T = FTM(*fused[:3])
             bx.bad |= fused[3]
@@ -545,18 +554,69 @@ class FloatBoxEvaluator:
         return worst * (self.d + 1)
 
 
-def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau):
+def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau, tight: bool = True, hull: bool = False):
     """``(pi, ok)``: ``pi[b, j, k] = softmax_k(<Q_j, K_k> / tau)`` (``Q`` of shape ``(B, dk, nq)``,
     ``K`` of ``(B, dk, n)``), shifted by the score with the largest upper end in each row."""
     Qe, Ke = Q[:, :, None], K[:, None, :]  # (B, dk, nq, 1) and (B, dk, 1, n)
     S = bx.sum(bx.mul(Qe, Ke), 0)  # (B, nq, n)
     if tau is not None:
         S = bx.scale(tau, S)
-    E = bx.exp(bx.add(S, _shift(S), -1.0))
+    A = bx.add(S, _shift(S), -1.0)
+    E = bx.exp(A)
     total = bx.sum(E, 1)  # (B, nq)
     inv, ok = bx.reciprocal(total)
     inv = FTM(inv.c[:, :, None], None if inv.G is None else inv.G[:, :, :, None], inv.r[:, :, None])
-    return bx.mul(E, inv), ok
+    pi = bx.mul(E, inv)
+    return _Softmax(pi, E, inv, _weight_bounds(bx, A) if (HULL_VALUES and tight and hull) else None), ok
+
+
+def _weight_bounds(bx: _Boxes, A: FTM):
+    """Upper bounds ``u_k >= pi_k`` over the box from the ranges ``[a_k^-, a_k^+]`` of the shifted
+    scores: ``pi_k = e_k / (e_k + R_k)`` grows with ``e_k = e^{a_k}`` and falls with the others'
+    sum ``R_k``, so ``pi_k <= e^{a_k^+} / (e^{a_k^+} + sum_{j != k} e^{a_j^-})`` (at most 1)."""
+    lo, hi = bx.range(A)
+    elo, ehi = fo.exp_lower(lo), fo.exp_upper(hi)
+    n = elo.shape[-1]
+    tot = fo.sum_down(elo, 2)[:, :, None]
+    rest = np.maximum(fo.down(tot - elo), 0.0)  # <= sum of the others' lower bounds
+    den = fo.down(ehi + rest)
+    u = np.where(den > 0, fo.up(ehi / np.where(den > 0, den, 1.0)), 1.0)
+    u = np.minimum(u, 1.0)
+    return np.where(np.isfinite(u), u, 1.0) if n else u
+
+
+class _Softmax(FTM):
+    """The model of ``pi = E / N`` with its factors ``E`` (``(B, nq, n)``) and ``1/N``
+    (``(B, nq, 1)``) kept, for the weighted sum taken as a ratio of sums (:func:`_weighted_values`)."""
+
+    __slots__ = ("E", "inv", "u")
+
+    def __init__(self, pi: FTM, E: FTM, inv: FTM, u=None):
+        super().__init__(pi.c, pi.G, pi.r)
+        self.E, self.inv, self.u = E, inv, u
+
+
+def _hull(u, vlo, vhi):
+    """``(lo, hi)`` with ``lo <= sum_k pi_k v_k <= hi`` for every ``pi`` with ``0 <= pi_k <= u_k``,
+    ``sum_k pi_k = 1`` and ``v_k`` in ``[vlo_k, vhi_k]`` (the last axis): for every ``t``,
+    ``sum_k pi_k v_k - t = sum_k pi_k (v_k - t) <= sum_k u_k (v_k - t)_+``, so
+    ``hi = t + sum_k u_k (vhi_k - t)_+``; ``t`` is taken where the weights ``u`` of the largest
+    values first reach 1 (where the bound is least; any ``t`` is sound), and likewise for ``lo``."""
+
+    def upper(u, v):
+        order = np.argsort(-v, axis=-1, kind="stable")
+        vs = np.take_along_axis(v, order, -1)
+        cum = np.cumsum(np.take_along_axis(u, order, -1), axis=-1)
+        k = np.minimum((cum < 1.0).sum(axis=-1, keepdims=True), v.shape[-1] - 1)
+        t = np.take_along_axis(vs, k, -1)
+        gap = np.maximum(fo.up(v - t), 0.0)
+        return fo.up(t[..., 0] + fo.sum_up(fo.up(u * gap), -1))
+
+    with np.errstate(all="ignore"):
+        hi = upper(u, vhi)
+        lo = -upper(u, -vlo)
+    ok = np.isfinite(hi) & np.isfinite(lo)
+    return np.where(ok, lo, -np.inf), np.where(ok, hi, np.inf)
 
 
 def _softmax_interval(Q: FTM, K: FTM, tau, keep, block: int = 1 << 22):
@@ -618,13 +678,66 @@ def _shift(S: FTM) -> FTM:
     return FTM(cm, gm, np.zeros_like(cm))
 
 
-def _weighted_values(bx: _Boxes, pi: FTM, V: FTM) -> FTM:
-    """``A[b, a, j] = sum_k pi[b, j, k] V[b, a, k]`` (``pi`` may have batch size 1)."""
+#: Centre the values at their softmax-weighted mean before weighting them, and (with
+#: RATIO_VALUES) take the weighted sum as a ratio of sums (see _weighted_values; the fused kernel
+#: follows both switches).  BENCHMARKS.md, "Fewer boxes": 7,417 -> 735 boxes at d = 2, P = 256.
+CENTRE_VALUES = True
+RATIO_VALUES = True
+#: Meet the weighted values with their convex hull, the weights bounded over the box (_hull).
+HULL_VALUES = True
+
+
+def _weighted_values(bx: _Boxes, pi: FTM, V: FTM, tight: bool = True) -> FTM:
+    """``A[b, a, j] = sum_k pi[b, j, k] V[b, a, k]`` (``pi`` may have batch size 1).
+
+    Over Taylor models the values are first centred: ``sum_k pi_k = 1`` exactly, so
+    ``A = m + sum_k pi_k (V_k - m)`` for any ``m`` (a double per row and query, here the mean of
+    the value centres weighted by the centres of ``pi``).  Each ``pi_k``'s remainder is then
+    multiplied by ``|V_k - m|``, small on the tokens that carry the weight, instead of ``|V_k|``.
+    With :data:`RATIO_VALUES` and ``pi = E / N`` known by its factors (:class:`_Softmax`), the sum
+    is ``m + (sum_k E_k (V_k - m)) (1/N)``: one product with ``1/N`` after the sum, whose centre is
+    near 0, instead of one per token."""
     if pi.G is None and V.G is None:
         return _interval_matmul(pi, V)
     P = FTM(pi.c[:, None], None if pi.G is None else pi.G[:, :, None], pi.r[:, None])  # (B, 1, nq, n)
     Vv = V[:, None, :]  # (B, dv, 1, n)
-    return bx.sum(bx.mul(P, Vv), 2)
+    if not (CENTRE_VALUES and tight and isinstance(pi, _Softmax)) or pi.G is None:  # a whole softmax row sums to 1
+        A = bx.sum(bx.mul(P, Vv), 2)
+        return _meet_hull(bx, A, pi.u, V) if isinstance(pi, _Softmax) and pi.u is not None else A
+    with np.errstate(all="ignore"):
+        m = (P.c * Vv.c).sum(axis=3)  # (B, dv, nq), any doubles (pi may have batch size 1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    M = FTM(m[:, :, :, None], None, np.zeros_like(m)[:, :, :, None])
+    Vc = bx.add(Vv, M, -1.0)  # (B, dv, nq, n)
+    if RATIO_VALUES and tight and isinstance(pi, _Softmax) and pi.E.G is not None:
+        E, inv = pi.E, pi.inv
+        Ee = FTM(E.c[:, None], E.G[:, :, None], E.r[:, None])  # (B, 1, nq, n)
+        num = bx.sum(bx.mul(Ee, Vc), 2)  # (B, dv, nq)
+        iv = FTM(inv.c[:, None, :, 0], None if inv.G is None else inv.G[:, :, None, :, 0], inv.r[:, None, :, 0])
+        A = bx.mul(num, iv)
+    else:
+        A = bx.sum(bx.mul(P, Vc), 2)
+    A = bx.add(A, FTM(m, None, np.zeros_like(m)))
+    if isinstance(pi, _Softmax) and pi.u is not None:
+        A = _meet_hull(bx, A, pi.u, V)
+    return A
+
+
+def _meet_hull(bx: _Boxes, A: FTM, u, V: FTM) -> FTM:
+    """``A`` where its model is the narrower, else the interval of :func:`_hull` (the weighted
+    values' convex hull, the weights bounded by ``u``: wide boxes, where the first-order model of
+    the softmax is poor).  Both enclose ``A``, so either is sound."""
+    vlo, vhi = bx.range(V)  # (B, dv, n)
+    u, vlo, vhi = np.broadcast_arrays(u[:, None], vlo[:, :, None], vhi[:, :, None])  # (B, dv, nq, n)
+    lo, hi = _hull(u, vlo, vhi)  # (B, dv, nq)
+    alo, ahi = bx.range(A)
+    use = (hi - lo) < (ahi - alo)
+    if not use.any():
+        return A
+    c = np.where(use, lo * 0.5 + hi * 0.5, A.c)
+    r = np.where(use, np.maximum(fo.up(hi - c), fo.up(c - lo)), A.r)
+    G = None if A.G is None else np.where(use[:, None], 0.0, A.G)
+    return FTM(c, G, r)
 
 
 def _interval_matmul(pi: FTM, V: FTM) -> FTM:
@@ -691,8 +804,14 @@ class FloatBoxOps:
     #: the first layer's shared softmax weights are an exact-arithmetic device, not used here
     shares_softmax = False
 
-    def __init__(self, bx: _Boxes, shared_rows=None):
+    def __init__(self, bx: _Boxes, shared_rows=None, tight: bool = True):
         self.bx = bx
+        #: the softmax-weighted values centred, as a ratio of sums and met with their hull
+        #: (:func:`_weighted_values`, as the module's switches allow); False: the plain product
+        self.tight = tight
+        #: the hull too (only in the last attention layer: its interval, without a gradient, would
+        #: widen a later softmax's first-order exp, whose remainder grows like ``e^r r``)
+        self.hull = False
         #: a :class:`~symbounds.core.float_shared.SharedRows` serving the interval softmax, or None
         self.shared_rows = shared_rows
 
@@ -783,7 +902,7 @@ class FloatBoxOps:
             softmax = _softmax_interval if self.shared_rows is None else self.shared_rows.softmax
             pi, ok = softmax(Q, K, tau, keep)
         else:
-            pi, ok = _softmax(sbx, Q, K, tau)
+            pi, ok = _softmax(sbx, Q, K, tau, self.tight, self.hull)
         self.bx.bad |= ~ok.all(axis=1)
         return pi
 
@@ -796,7 +915,7 @@ class FloatBoxOps:
             keep = list(range(V.c.shape[2])) if columns is None else columns
             A = _interval_matmul(pi, FTM(V.c[:, :, keep], None, V.r[:, :, keep]))
         else:
-            A = _weighted_values(bx, pi, V)
+            A = _weighted_values(bx, pi, V, self.tight)
         return bx.linear(WO, A)
 
 

@@ -10,7 +10,9 @@ and token by token in loops compiled by numba, with no temporaries.
 **The same enclosure.**  Every formula is the one of :mod:`symbounds.core.float_boxes`, step for
 step (the product, ``exp`` with its centred one-sided remainder, the reciprocal with
 ``(L + r)^2 / min|b|^3``, the ReLU hull, the linear ReLU pairs evaluated as ``y``, the softmax
-shifted by the row's largest centre and the weight-averaged gradient, biases and skips), and every
+shifted by the row's largest centre and the weight-averaged gradient, the values centred at their
+weighted mean and summed as a ratio ``m + (sum_k E_k (V_k - m)) / N`` where
+``float_boxes.CENTRE_VALUES`` and ``RATIO_VALUES`` say so, biases and skips), and every
 rounding is bounded by the same a-priori bounds (:mod:`symbounds.core.outward`, Higham,
 *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §2.2, §3.1):
 
@@ -492,9 +494,73 @@ def _sum_tokens(c, G, r, h, gd, g, cc, n, oG):
     return sc, _up(rr + _up(s * gd))
 
 
+def _weight_bounds(Sc, SG, Sr, h, gd, sdown, lo, hi, elo, ehi, u, n):
+    """``u[k] >= pi_k`` over the box from the ranges of the shifted scores ``(Sc, SG, Sr)``
+    (``float_boxes._weight_bounds``): ``e^{a_k^+} / (e^{a_k^+} + sum_{j != k} e^{a_j^-})``, at most 1;
+    ``sdown`` is ``down(1 - 2 n u)``, the factor of a lower bound of a sum of ``n`` terms."""
+    _lin_tokens(SG, h, gd, u, n)
+    for k in range(n):
+        dv = _up(u[k] + Sr[k])
+        lo[k] = _down(Sc[k] - dv)
+        hi[k] = _up(Sc[k] + dv)
+    _exp_arrays(lo, elo, u, n)  # u: the upper bounds at lo, not needed
+    _exp_upper_array(hi, ehi, n)
+    tot = 0.0
+    for k in range(n):
+        tot += elo[k]
+    tot = _down(tot * sdown)
+    for k in range(n):
+        rest = _maximum(_down(tot - elo[k]), 0.0)
+        den = _down(ehi[k] + rest)
+        v = _up(ehi[k] / den) if den > 0 else 1.0
+        v = _minimum(v, 1.0)
+        u[k] = v if abs(v) < _INF else 1.0  # NaN and inf both give 1
+
+
+def _hull_upper(u, v, gap, n, gsum):
+    """``t + sum_k u_k (v_k - t)_+`` rounded up, ``t`` where the weights of the largest values
+    first reach 1 (``float_boxes._hull``; any ``t`` is sound); ``gsum`` is ``sum_up``'s factor."""
+    order = np.argsort(-v, kind="mergesort")
+    cum = 0.0
+    t = v[order[n - 1]]
+    for i in range(n):
+        cum += u[order[i]]
+        if not cum < 1.0:
+            t = v[order[i]]
+            break
+    tot = 0.0
+    for k in range(n):
+        gap[k] = _maximum(_up(v[k] - t), 0.0)
+        tot += _up(u[k] * gap[k])
+    return _up(t + _up(tot * gsum))
+
+
+def _meet_hull(u, vc, vG, vr, Lv, h, gd, gsum, vlo, vhi, gap, n, c, G, r):
+    """``(c, r, replaced)``: the model ``c + <G, delta> + [-r, r]`` of ``sum_k pi_k V_k``, or the
+    interval of the values' hull where that is narrower (``float_boxes._meet_hull``; ``G`` is then
+    zeroed in place).  ``Lv[k]`` is ``lin`` of ``V_k``'s gradient."""
+    for k in range(n):
+        dv = _up(Lv[k] + vr[k])
+        vhi[k] = _up(vc[k] + dv)
+        vlo[k] = -_down(vc[k] - dv)
+    hi = _hull_upper(u, vhi, gap, n, gsum)
+    lo = -_hull_upper(u, vlo, gap, n, gsum)
+    if not (abs(hi) < _INF and abs(lo) < _INF):
+        return c, r, False
+    dv = _up(_lin(G, h, gd) + r)
+    alo, ahi = _down(c - dv), _up(c + dv)
+    if not (hi - lo < ahi - alo):
+        return c, r, False
+    c2 = lo * 0.5 + hi * 0.5
+    for i in range(h.shape[0]):
+        G[i] = 0.0
+    return c2, _maximum(_up(hi - c2), _up(c2 - lo)), True
+
+
 def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
                    WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, any_r, ws, wG, qc, qG, qr,
-                   kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows, qo, qG3, qro):
+                   kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows, qo, qG3, qro,
+                   centre, ratio, hull, m1, mG):
     """One box: the affine prefix at its rows ``rows``, then the attention layer at the query
     columns ``cols``, every token-wise step a loop over the tokens; the result in ``oc, oG, orr``
     (``(D, nq)``, gradient ``(D, nq, d)``).  Returns False where a softmax normaliser's range
@@ -514,6 +580,9 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
     t = 3 * D
     T1, T2, T3, La, Lb, s1 = ws[t], ws[t + 1], ws[t + 2], ws[t + 3], ws[t + 4], ws[t + 5]
     Sc, Sr, Pc, Pr, w, X = ws[t + 6], ws[t + 7], ws[t + 8], ws[t + 9], ws[t + 10], ws[t + 11]
+    Vc, Vr = ws[t + 12], ws[t + 13]
+    Wu, Wlo, Whi, Welo, Wehi = ws[t + 17], ws[t + 18], ws[t + 19], ws[t + 20], ws[t + 21]
+    sdown = gam[6, 0]
     Ql, Qc, Qr = ws[t + 14], ws[t + 15], ws[t + 16]
     TG, SG, PG, AG, QG = wG[0], wG[1], wG[2], wG[3], wG[4]
     # Z = F_0 + sum_i x_i F_i at the rows read: c = [1, x0] . [F0c; Fc], r = [1, |x0| + h] . [F0r; Fr]
@@ -660,6 +729,8 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 r = _up(_up(Sr[k] + 0.0) + _err(c))
                 Sc[k] = c
                 Sr[k] = _up(r + _up(s1[k] * gd))
+            if hull:
+                _weight_bounds(Sc, SG, Sr, h, gd, sdown, Wlo, Whi, Welo, Wehi, Wu, n)
             # E_k = e^{S_k - shift} (_Boxes.exp: ec (1 + t) + ec <g, delta>, remainder
             # ec t' + er (1 + U + Rmax) + e^c_hi e^{U + r} r), in place
             _exp_arrays(Sc, Pc, Pr, n)  # lo, hi of e^c
@@ -709,16 +780,64 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 for k in range(n):
                     QG[i, k] = g2[i]
             _lin_tokens(SG, h, gd, La, n)
+            if centre and ratio:
+                # A_a = m + (sum_k E_k (V_ak - m)) (1/N), m = sum_k pi_k.c V_ak.c (float_boxes._weighted_values)
+                for a in range(nv):
+                    _lin_tokens(vG[a], h, gd, Lb, n)
+                    m = 0.0
+                    for k in range(n):
+                        m += (Sc[k] * ic) * vc[a, k]
+                    m = m if abs(m) < _INF else 0.0  # NaN and inf both give 0
+                    for k in range(n):
+                        c = vc[a, k] - m
+                        Vc[k] = c
+                        Vr[k] = _up(_up(vr[a, k] + 0.0) + _err(c))
+                    _mul_tokens(Sc, SG, Sr, La, Vc, vG[a], Vr, Lb, h, gd, Pc, PG, Pr, s1, n)
+                    c, r = _sum_tokens(Pc, PG, Pr, h, gd, gn, cn, n, g1)
+                    m1[0, 0], m1[1, 0], m1[2, 0] = c, r, _lin(g1, h, gd)
+                    m1[3, 0], m1[4, 0], m1[5, 0] = ic, ir, li
+                    for i in range(d):
+                        mG[0, i, 0] = g1[i]
+                        mG[1, i, 0] = g2[i]
+                    _mul_tokens(m1[0], mG[0], m1[1], m1[2], m1[3], mG[1], m1[4], m1[5], h, gd, m1[6], mG[2], m1[7],
+                                m1[8], 1)
+                    c = m1[6, 0] + m
+                    r = _up(_up(m1[7, 0] + 0.0) + _err(c))
+                    for i in range(d):
+                        aG[a, jj, i] = mG[2, i, 0]
+                    if hull:
+                        c, r, _ = _meet_hull(Wu, vc[a], vG[a], vr[a], Lb, h, gd, gn, Wlo, Whi, Welo, n, c, aG[a, jj], r)
+                    ac[a, jj] = c
+                    ar[a, jj] = r
+                continue
             _mul_tokens(Sc, SG, Sr, La, Qc, QG, Qr, Ql, h, gd, Sc, SG, Sr, s1, n)
             _lin_tokens(SG, h, gd, La, n)
             for a in range(nv):
                 _lin_tokens(vG[a], h, gd, Lb, n)
-                _mul_tokens(Sc, SG, Sr, La, vc[a], vG[a], vr[a], Lb, h, gd, Pc, PG, Pr, s1, n)
+                if centre:
+                    # the values centred at m = sum_k pi_k.c V_ak.c (sum pi = 1: A = m + sum pi (V - m))
+                    m = 0.0
+                    for k in range(n):
+                        m += Sc[k] * vc[a, k]
+                    m = m if abs(m) < _INF else 0.0  # NaN and inf both give 0
+                    for k in range(n):
+                        c = vc[a, k] - m
+                        Vc[k] = c
+                        Vr[k] = _up(_up(vr[a, k] + 0.0) + _err(c))
+                    _mul_tokens(Sc, SG, Sr, La, Vc, vG[a], Vr, Lb, h, gd, Pc, PG, Pr, s1, n)
+                else:
+                    m = 0.0
+                    _mul_tokens(Sc, SG, Sr, La, vc[a], vG[a], vr[a], Lb, h, gd, Pc, PG, Pr, s1, n)
                 c, r = _sum_tokens(Pc, PG, Pr, h, gd, gn, cn, n, g1)
-                ac[a, jj] = c
-                ar[a, jj] = r
+                if centre:
+                    c = c + m
+                    r = _up(_up(r + 0.0) + _err(c))
                 for i in range(d):
                     aG[a, jj, i] = g1[i]
+                if hull:
+                    c, r, _ = _meet_hull(Wu, vc[a], vG[a], vr[a], Lb, h, gd, gn, Wlo, Whi, Welo, n, c, aG[a, jj], r)
+                ac[a, jj] = c
+                ar[a, jj] = r
         # the head's output W_O A, added to the layer's
         _linear(WOm[hd], WOr[hd], has_r[hd, 3], vrows, ac, aG, ar, h, gd, gv, cv, nv, tc[:, :nq],
                 tG[:, :nq], tr[:, :nq], gbuf)
@@ -739,7 +858,7 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
 
 
 def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
-                     WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, out_c, out_G, out_r, bad):
+                     WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, out_c, out_G, out_r, bad, centre, ratio, hull):
     """:func:`_attention_box` over a batch; ``out_*`` of shapes ``(B, D, nq)``, ``(B, D, nq, d)``."""
     B, d = h.shape
     D, n = F0c.shape
@@ -748,7 +867,7 @@ def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_ta
     any_r = False
     for hd in range(has_r.shape[0]):
         any_r = any_r or has_r[hd, 0] or has_r[hd, 1] or has_r[hd, 2]
-    ws = np.zeros((3 * D + 17, n))
+    ws = np.zeros((3 * D + 22, n))
     wG = np.zeros((5, d, n))
     qc, qG, qr = np.zeros(nk), np.zeros((nk, d)), np.zeros(nk)
     qo, qG3, qro = np.zeros((nk, 1)), np.zeros((nk, 1, d)), np.zeros((nk, 1))
@@ -759,11 +878,12 @@ def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_ta
     tc, tG, tr = np.zeros((D, m)), np.zeros((D, m, d)), np.zeros((D, m))
     gbuf, g1, g2 = np.zeros(2 * d), np.zeros(d), np.zeros(d)
     vrows = np.arange(nv)
+    m1, mG = np.zeros((9, 1)), np.zeros((3, d, 1))
     for b in range(B):
         ok = _attention_box(x0[b], h[b], rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
                             WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, any_r, ws, wG, qc, qG, qr,
                             kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, out_c[b], out_G[b], out_r[b],
-                            gbuf, g1, g2, vrows, qo, qG3, qro)
+                            gbuf, g1, g2, vrows, qo, qG3, qro, centre, ratio, hull, m1, mG)
         if not ok:
             bad[b] = True
 
@@ -830,7 +950,7 @@ def _ffn_batch(h, zc, zG, zr, W1m, W1r, has1, b1m, b1r, has_b1, W2m, W2r, has2, 
 
 _SCALARS = [_up, _down, _err, _maximum, _minimum, _mm_up, _mm_err, _sum_err, _taylor, _scale2, _exp_upper, _exp_lower,
             _lin, _linear, _scale_into, _add_into, _reciprocal_into, _exp_arrays, _exp_upper_array,
-            _lin_tokens, _linear_tokens, _mul_tokens, _sum_tokens, _attention_box]
+            _lin_tokens, _linear_tokens, _mul_tokens, _sum_tokens, _weight_bounds, _hull_upper, _meet_hull, _attention_box]
 _BATCHES = [_attention_batch, _ffn_batch]
 
 
@@ -883,7 +1003,7 @@ class _Plan:
         self.tau = (True, float(tau[0]), float(tau[1])) if tau is not None else (False, 1.0, 0.0)
         nk, nv = self.W[0][0].shape[1], self.W[2][0].shape[1]
         self.gam = np.array([_gamma(d) if d else (1.0, 0.0), _gamma(d + 1), _gamma(D), _gamma(nk), _gamma(n),
-                             _gamma(nv)])
+                             _gamma(nv), (float(fo.down(1.0 - 2 * n * fo.U)), 0.0)])
         self.ffns = []
         for layer in ev.layers[att_index + 1:]:
             W1, b1, W2, b2, skip2, pairs = layer.W1, layer.b1, layer.W2, layer.b2, layer.skip, layer.pairs
@@ -909,7 +1029,7 @@ class _Plan:
         self.kept = list(ev.needed[att_index])
         self.D = D
 
-    def run(self, x0, h):
+    def run(self, x0, h, flags=(True, True, True)):
         """``(c, G, r, bad)`` of the state after the last layer, ``(B, D, nq)``, gradient
         ``(B, d, D, nq)``, for boxes ``x0 +- h``."""
         B, d = h.shape
@@ -920,7 +1040,8 @@ class _Plan:
         bad = np.zeros(B, dtype=np.bool_)
         (WQm, WQr), (WKm, WKr), (WVm, WVr), (WOm, WOr) = self.W
         _attention_batch(x0, h, self.rows, *self.F, self.cols, self.skip[0], self.skip[1], *self.tau,
-                         WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, self.has_r, self.gam, c, G, r, bad)
+                         WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, self.has_r, self.gam, c, G, r, bad,
+                         *flags)
         for f in self.ffns:
             oc, oG, orr = np.zeros_like(c), np.zeros_like(G), np.zeros_like(r)
             _ffn_batch(h, c, G, r, *f, oc, oG, orr)
@@ -952,7 +1073,7 @@ def _plan(ev, prefix_maps, rows_read):
     return plan
 
 
-def readout_model(ev, x0, h, prefix_maps, rows_read):
+def readout_model(ev, x0, h, prefix_maps, rows_read, flags=(True, True, True)):
     """``(c, G, r, bad)``: the readout's model over the boxes ``x0 +- h`` (shapes ``(B,)``,
     ``(B, d)``, ``(B,)``; ``bad[b]`` where a step could not be enclosed), or None when the kernel
     does not apply (numba missing, or a structure it does not cover): then the NumPy pass runs.
@@ -962,7 +1083,7 @@ def readout_model(ev, x0, h, prefix_maps, rows_read):
     plan = _plan(ev, prefix_maps, rows_read)  # the structure first: numba is imported only for a model the kernel covers
     if plan is None or load() is None:
         return None
-    c, G, r, bad = plan.run(x0, h)
+    c, G, r, bad = plan.run(x0, h, flags)
     j = plan.kept.index(ev.readout.column)
     row = ev.readout.row
     return c[:, row, j], G[:, :, row, j], r[:, row, j], bad

@@ -111,13 +111,22 @@ def test_default_bound_is_within_1_5_of_the_sampled_range(mj, lo, hi):
     assert res.sampled_upper - res.sampled_lower >= Fraction(9, 10) * spread
 
 
-def test_one_dimensional_residual_model_was_hopeless_in_one_box():
-    """What the adaptive default replaces: the one-box Taylor enclosure is over 100 times the
-    range; the backward linear bounds (symbounds.core.linear_bounds) bring it within 10 times."""
+def test_one_dimensional_residual_model_was_hopeless_in_one_box(monkeypatch):
+    """What the adaptive default replaces: the one-box plain Taylor enclosure is over 100 times
+    the range (the tight softmax-weighted values, float_boxes._weighted_values, narrow it but
+    still contain the values); the backward linear bounds (symbounds.core.linear_bounds) bring it
+    within 10 times."""
+    from symbounds.core import float_boxes
+
     mj = residual_1d()
     values = reference_values(mj, [(Fraction(i, 256),) for i in range(257)])
+    tight = bound(mj, [0], [1], split=0, linear=False)
+    for switch in ("CENTRE_VALUES", "RATIO_VALUES", "HULL_VALUES"):
+        monkeypatch.setattr(float_boxes, switch, False)
     coarse = bound(mj, [0], [1], split=0, linear=False)
+    monkeypatch.undo()
     assert coarse.upper - coarse.lower > 100 * (max(values) - min(values))
+    assert coarse.lower <= tight.lower <= min(values) and max(values) <= tight.upper <= coarse.upper
     linear = bound(mj, [0], [1], split=0, linear=True)
     assert linear.lower <= min(values) and max(values) <= linear.upper
     assert linear.upper - linear.lower < 10 * (max(values) - min(values))
