@@ -557,6 +557,21 @@ def _meet_hull(u, vc, vG, vr, Lv, h, gd, gsum, vlo, vhi, gap, n, c, G, r):
     return c2, _maximum(_up(hi - c2), _up(c2 - lo)), True
 
 
+def _centre_values(Sc, f, vc, vr, Vc, Vr, n):
+    """``m = sum_k (Sc_k f) vc_k`` (0 where not finite), and the centred values ``Vc = vc - m`` with
+    their radii ``Vr = up(up(vr) + err(Vc))`` in place; returns ``m``.  (``Sc_k f`` is the weight's
+    centre: ``f`` the reciprocal of the unnormalised sum, or 1 for weights already normalised.)"""
+    m = 0.0
+    for k in range(n):
+        m += (Sc[k] * f) * vc[k]
+    m = m if abs(m) < _INF else 0.0  # NaN and inf both give 0
+    for k in range(n):
+        c = vc[k] - m
+        Vc[k] = c
+        Vr[k] = _up(_up(vr[k] + 0.0) + _err(c))
+    return m
+
+
 def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau, tau_m, tau_r,
                    WQm, WQr, WKm, WKr, WVm, WVr, WOm, WOr, has_r, gam, any_r, ws, wG, qc, qG, qr,
                    kc, kG, kr, vc, vG, vr, ac, aG, ar, tc, tG, tr, oc, oG, orr, gbuf, g1, g2, vrows, qo, qG3, qro,
@@ -784,14 +799,7 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 # A_a = m + (sum_k E_k (V_ak - m)) (1/N), m = sum_k pi_k.c V_ak.c (float_boxes._weighted_values)
                 for a in range(nv):
                     _lin_tokens(vG[a], h, gd, Lb, n)
-                    m = 0.0
-                    for k in range(n):
-                        m += (Sc[k] * ic) * vc[a, k]
-                    m = m if abs(m) < _INF else 0.0  # NaN and inf both give 0
-                    for k in range(n):
-                        c = vc[a, k] - m
-                        Vc[k] = c
-                        Vr[k] = _up(_up(vr[a, k] + 0.0) + _err(c))
+                    m = _centre_values(Sc, ic, vc[a], vr[a], Vc, Vr, n)
                     _mul_tokens(Sc, SG, Sr, La, Vc, vG[a], Vr, Lb, h, gd, Pc, PG, Pr, s1, n)
                     c, r = _sum_tokens(Pc, PG, Pr, h, gd, gn, cn, n, g1)
                     m1[0, 0], m1[1, 0], m1[2, 0] = c, r, _lin(g1, h, gd)
@@ -816,14 +824,7 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 _lin_tokens(vG[a], h, gd, Lb, n)
                 if centre:
                     # the values centred at m = sum_k pi_k.c V_ak.c (sum pi = 1: A = m + sum pi (V - m))
-                    m = 0.0
-                    for k in range(n):
-                        m += Sc[k] * vc[a, k]
-                    m = m if abs(m) < _INF else 0.0  # NaN and inf both give 0
-                    for k in range(n):
-                        c = vc[a, k] - m
-                        Vc[k] = c
-                        Vr[k] = _up(_up(vr[a, k] + 0.0) + _err(c))
+                    m = _centre_values(Sc, 1.0, vc[a], vr[a], Vc, Vr, n)
                     _mul_tokens(Sc, SG, Sr, La, Vc, vG[a], Vr, Lb, h, gd, Pc, PG, Pr, s1, n)
                 else:
                     m = 0.0
@@ -950,7 +951,8 @@ def _ffn_batch(h, zc, zG, zr, W1m, W1r, has1, b1m, b1r, has_b1, W2m, W2r, has2, 
 
 _SCALARS = [_up, _down, _err, _maximum, _minimum, _mm_up, _mm_err, _sum_err, _taylor, _scale2, _exp_upper, _exp_lower,
             _lin, _linear, _scale_into, _add_into, _reciprocal_into, _exp_arrays, _exp_upper_array,
-            _lin_tokens, _linear_tokens, _mul_tokens, _sum_tokens, _weight_bounds, _hull_upper, _meet_hull, _attention_box]
+            _lin_tokens, _linear_tokens, _mul_tokens, _sum_tokens, _weight_bounds, _hull_upper, _meet_hull, _centre_values,
+            _attention_box]
 _BATCHES = [_attention_batch, _ffn_batch]
 
 
