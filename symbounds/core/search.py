@@ -409,7 +409,7 @@ def _usable(b) -> bool:
 
 def _meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None) -> Enclosure | None:
     """``enc`` met with the graph's backward linear bounds over ``box`` (method "linear" where those
-    are narrower at some output; the Taylor models, which keep the outputs' correlation, stay)."""
+    are narrower at some output; Taylor models, which keep the outputs' correlation, stay with it)."""
     from .linear_graph import linear_graph_bounds
 
     try:
@@ -425,7 +425,11 @@ def _meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None) -> Enc
         return Enclosure(lo, hi, "linear")
     met = enc.meet(Enclosure(lo, hi, "linear"))
     narrower = any(a > b for a, b in zip(met.lo, enc.lo)) or any(a < b for a, b in zip(met.hi, enc.hi))
-    return Enclosure(met.lo, met.hi, "linear" if narrower else enc.method, enc.ctx, enc.vals)
+    if not narrower:
+        return met
+    # the Taylor models stay with a "linear" enclosure (a property's constraint reads them); balls do not
+    keep = (enc.ctx, enc.vals) if enc.method == "taylor" else (None, None)
+    return Enclosure(met.lo, met.hi, "linear", *keep)
 
 
 def _from_balls(ball: BallContext, balls, method, ctx, vals) -> Enclosure:
