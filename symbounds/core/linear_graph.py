@@ -9,7 +9,8 @@ obtained as in CROWN (Zhang et al., NeurIPS 2018) by substituting the nodes back
 output to the input, each by a linear function of its input(s):
 
 * **linear nodes** substitute exactly: ``affine`` ``<Lambda, W u + b> = <W^T Lambda, u> +
-  <Lambda, b>``, ``add``, ``add/mul/div_constant``;
+  <Lambda, b>``, ``add``, ``add/mul/div_constant``, and ``slice``, ``concat``, ``select_tokens``,
+  ``mean_tokens`` (coefficients moved between columns and rows, or spread over a sequence);
 * **an entry-by-entry function** ``y = f(u)`` with ``u`` in ``[l, u]`` on the box is replaced by a
   line below it (where the coefficient ``lambda`` of ``y`` is ``>= 0``) or above it (where it is
   ``< 0``).  ReLU and leaky ReLU: exact where the sign of ``u`` is decided; else the chord above
@@ -21,13 +22,16 @@ output to the input, each by a linear function of its input(s):
   (:mod:`symbounds.core.activations`), in which ``f - s x`` keeps its cancellation, halving the
   pieces that reach furthest until the bound is within a thousandth of ``f``'s variation of a
   value taken (branch and bound);
-* **every other node** (LayerNorm, RMSNorm, ...) enters as its first-order Taylor model from the
-  forward pass, ``y in c + <g, delta> + [-r, r]``: ``<Lambda, y> >= <Lambda, c> + <g^T Lambda,
-  delta> - <|Lambda|, r>``.
+* **LayerNorm and RMSNorm** are taken apart (:func:`_norm_ops`): the centring and the mean are
+  affine, the square and the reciprocal root are functions as above, and each product ``d_j s`` is
+  bounded by McCormick's planes (:meth:`_Bounds._bilinear`);
+* **attention** (any other node) enters as its first-order Taylor model from the forward pass,
+  ``y in c + <g, delta> + [-r, r]``: ``<Lambda, y> >= <Lambda, c> + <g^T Lambda, delta> -
+  <|Lambda|, r>``.
 
 The range ``[l, u]`` of a function's input is its Taylor model's range met with the same backward
-bounds of that input (one objective per entry and sign, through the nodes before it), as CROWN
-computes its intermediate bounds.
+bounds of that input (one objective per entry and sign, through the nodes before it, one pass per
+row), as CROWN computes its intermediate bounds.
 
 Rounding.  Every coefficient and constant is an Arb ball, so the rounding is carried along: the
 sign test takes the ball's midpoint ``m`` (exact) and the rest ``lambda - m`` (within the ball's
@@ -51,7 +55,7 @@ from .taylor import TaylorContext
 
 __all__ = ["linear_graph_bounds", "SMALL_ENTRIES", "small_graph"]
 
-#: pieces of ``[l, u]`` on which ``f - s x`` is enclosed first, the most evaluations in all, and
+#: pieces of ``[l, u]`` on which ``f - s x`` is enclosed first, the most evaluations per end, and
 #: the tolerance (a part of the function's variation over ``[l, u]``) at which the halving stops
 PIECES, MAX_PIECES, TOL = 8, 48, flint.arb(1) / 1000
 #: entry-by-entry functions relaxed by lines parallel to their chord
