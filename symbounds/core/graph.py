@@ -40,7 +40,7 @@ from . import graph_tokens as gt
 from .contexts import BallContext, Context, ExactUnsupported
 
 __all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after", "width_after",
-           "node_tensor", "node_row"]
+           "node_tensor", "node_row", "square"]
 
 #: entry-by-entry functions without parameters
 UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus": act.softplus, "exp": act.exp,
@@ -319,7 +319,7 @@ def _affine(ctx: Context, p: dict, x: list) -> list:
     return [ctx.affine_combination(bi, Wi, x) for bi, Wi in zip(p["b"], p["W"])]
 
 
-def _square(ctx: Context, v):
+def square(ctx: Context, v):
     """``v^2``, never below 0 for a ball (``v * v`` of a ball around 0 reaches below 0)."""
     if isinstance(ctx, BallContext):
         return act.square_ball(v)
@@ -339,14 +339,14 @@ def _layer_norm(ctx: Context, p: dict, x: list) -> list:
     keep their correlation (the linear parts of a nearly constant row cancel in them)."""
     mu = _sum(ctx, x) * p["inv_n"]
     d = [v - mu for v in x]
-    var = _sum(ctx, [_square(ctx, v) for v in d]) * p["inv_n"]
+    var = _sum(ctx, [square(ctx, v) for v in d]) * p["inv_n"]
     s = act.rsqrt_from(ctx, var + p["eps"], p["eps_q"])
     return [(di * s) * w + b for di, w, b in zip(d, p["weight"], p["bias"])]
 
 
 def _rms_norm(ctx: Context, p: dict, x: list) -> list:
     """``x_i / sqrt(mean(x^2) + eps) w_i``."""
-    ms = _sum(ctx, [_square(ctx, v) for v in x]) * p["inv_n"]
+    ms = _sum(ctx, [square(ctx, v) for v in x]) * p["inv_n"]
     s = act.rsqrt_from(ctx, ms + p["eps"], p["eps_q"])
     return [(v * s) * w for v, w in zip(x, p["weight"])]
 

@@ -39,21 +39,16 @@ import math
 from fractions import Fraction
 
 from .graph import CONSTANT_OPS, Graph
-from .onnx_io import OnnxError, onnx_modules
+from .onnx_builder import DTYPES, OPSET, OnnxBuilder
+from .onnx_io import OnnxError
 
 __all__ = ["DTYPES", "OPSET", "graph_to_onnx"]
-
-OPSET = 17
 
 _UNARY_ONNX = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid", "softplus": "Softplus", "exp": "Exp",
                "erf": "Erf"}
 _CONSTANT_ONNX = {"add_constant": "Add", "mul_constant": "Mul", "div_constant": "Div"}
 #: PyTorch's GELU tanh constants: k = sqrt(2/pi) and a = 0.044715
 _GELU_K, _GELU_A = math.sqrt(2 / math.pi), 0.044715
-
-
-#: the element types an export can have
-DTYPES = ("float64", "float32")
 
 
 def _float32_exact(q: Fraction) -> bool:
@@ -64,48 +59,11 @@ def _float32_exact(q: Fraction) -> bool:
     return bool(np.isfinite(f)) and Fraction(float(f)) == q
 
 
-class _Writer:
+class _Writer(OnnxBuilder):
     def __init__(self, graph: Graph, dtype: str):
-        onnx, helper, numpy_helper, np = onnx_modules()
-        self.onnx, self.helper, self.numpy_helper, self.np = onnx, helper, numpy_helper, np
-        if dtype not in DTYPES:
-            raise OnnxError(f"dtype {str(dtype)[:20]!r}: expected one of {', '.join(DTYPES)}")
-        self.float = np.float64 if dtype == "float64" else np.float32
-        self.T = onnx.TensorProto.DOUBLE if dtype == "float64" else onnx.TensorProto.FLOAT
+        super().__init__(dtype, taken={graph.input_name, *(nd.name for nd in graph.nodes)})
         self.g = graph
-        self.nodes, self.inits = [], []
-        self.count = 0
         self.names = {graph.input_name: graph.input_name}
-        self.taken = {graph.input_name, *(nd.name for nd in graph.nodes)}
-
-    def fresh(self, prefix: str) -> str:
-        """A name for an intermediate tensor or initializer, never one of the graph's own."""
-        while True:
-            self.count += 1
-            name = f"{prefix}_{self.count}"
-            if name not in self.taken:
-                return name
-
-    def const(self, values, prefix="c", finite=True) -> str:
-        """An initializer of the export's type (a number, a vector or a matrix of exact numbers, each
-        rounded to the nearest number of that type; ``-inf`` entries only where not ``finite``)."""
-        n = self.fresh(prefix)
-        with self.np.errstate(over="ignore"):
-            a = self.np.array(values, dtype=object).astype(self.np.float64).astype(self.float)
-        if finite and not self.np.all(self.np.isfinite(a)):
-            raise OnnxError(f"constant {n}: a number beyond {self.np.dtype(self.float).name}'s range")
-        self.inits.append(self.numpy_helper.from_array(a, n))
-        return n
-
-    def ints(self, values, prefix="i") -> str:
-        n = self.fresh(prefix)
-        self.inits.append(self.numpy_helper.from_array(self.np.array(values, dtype=self.np.int64), n))
-        return n
-
-    def node(self, op, ins, out=None, **attrs) -> str:
-        out = out or self.fresh(op.lower())
-        self.nodes.append(self.helper.make_node(op, list(ins), [out], name=out, **attrs))
-        return out
 
     # --- one graph node ---------------------------------------------------------------------------
     def write(self, nd) -> str:
@@ -233,12 +191,7 @@ class _Writer:
             last.output[0] = last.name = self.names[nd.name] = nd.name
         inp = self.helper.make_tensor_value_info(g.input_name, T, [g.tokens, g.in_width])
         out = self.helper.make_tensor_value_info(g.output, T, [g.out_tokens, g.out_width])
-        graph = self.helper.make_graph(self.nodes, "symbounds-graph", [inp], [out], initializer=self.inits)
-        proto = self.helper.make_model(graph, opset_imports=[self.helper.make_opsetid("", OPSET)],
-                                       producer_name="symbounds")
-        proto.ir_version = 8
-        self.onnx.checker.check_model(proto)
-        return proto
+        return self.model(inp, out, "symbounds-graph")
 
 
 def graph_to_onnx(graph: Graph, dtype: str = "float64"):

@@ -51,6 +51,7 @@ from . import activations as act
 from . import graph as gr
 from . import graph_tokens as gt
 from .contexts import BallContext
+from .exact import arb_to_fraction
 from .taylor import TaylorContext
 
 __all__ = ["linear_graph_bounds", "SMALL_ENTRIES", "small_graph"]
@@ -77,9 +78,7 @@ def _frac(x: flint.arb) -> Fraction:
     """The exact value of a radius-0 ball (an end taken with ``lower()``/``upper()``)."""
     if x.rad() != 0:
         raise ValueError("not an exact ball")
-    m, e = x.man_exp()
-    m, e = int(m), int(e)
-    return Fraction(m * 2**e) if e >= 0 else Fraction(m, 2**-e)
+    return arb_to_fraction(x)
 
 
 def _finite(x: flint.arb) -> bool:
@@ -248,10 +247,6 @@ def _affine_op(name, src, W, b, forward=None):
     return _Op(name, "affine", [src], len(W), forward, W=Wm, b=bm)
 
 
-def _square(ctx, v):
-    return act.square_ball(v) if isinstance(ctx, BallContext) and isinstance(v, flint.arb) else v * v
-
-
 def _norm_ops(nd, src: str, n: int) -> list:
     """LayerNorm ``(x - mean x) s w + b`` / RMSNorm ``x s w``, ``s = 1/sqrt(mean(d^2) + eps)``, as
     affine maps, the square, the reciprocal root, and the products ``d_j s``."""
@@ -265,7 +260,7 @@ def _norm_ops(nd, src: str, n: int) -> list:
         d = f"{name}/d"
     else:
         d = src
-    ops.append(_Op(f"{name}/sq", "unary", [d], n, lambda ctx, rows: [_square(ctx, v) for v in rows[0]], f=_square))
+    ops.append(_Op(f"{name}/sq", "unary", [d], n, lambda ctx, rows: [gr.square(ctx, v) for v in rows[0]], f=gr.square))
     ops.append(_affine_op(f"{name}/v", f"{name}/sq", [[Fraction(1, n)] * n], [eps]))
     rs = lambda ctx, v: act.rsqrt_from(ctx, v, eps_q)
     ops.append(_Op(f"{name}/s", "unary", [f"{name}/v"], 1, lambda ctx, rows: [rs(ctx, rows[0][0])], f=rs, lo=eps))
@@ -521,7 +516,7 @@ class _Bounds:
         """The linear token and column operations, substituted exactly: ``slice`` and ``concat``
         move coefficients between columns, ``select_tokens`` between rows, ``mean_tokens`` spreads
         a sequence's coefficient over its rows times ``1/L``."""
-        nd, p = op.node, op.node.params
+        p = op.node.params
         if op.kind in ("slice", "concat"):
             offsets, start = [], p.get("start", 0)
             for i in op.inputs:

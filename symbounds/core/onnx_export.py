@@ -20,12 +20,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .modelfile import model_from_json, model_to_json
-from .onnx_io import OnnxError, onnx_modules
+from .onnx_builder import OnnxBuilder
+from .onnx_io import OnnxError
 from .transformer import Attention, Transformer, flatten
 
-__all__ = ["OPSET", "export_onnx", "model_to_onnx"]
-
-OPSET = 17
+__all__ = ["export_onnx", "model_to_onnx"]
 
 
 def _exact(model: Transformer) -> Transformer:
@@ -41,37 +40,13 @@ def _exact(model: Transformer) -> Transformer:
 
 def model_to_onnx(model: Transformer):
     """The ONNX ModelProto of ``model`` (float64, opset 17)."""
-    onnx, helper, numpy_helper, np = onnx_modules()
+    b = OnnxBuilder()
+    helper = b.helper
     model = _exact(model)
-    T = onnx.TensorProto.DOUBLE
-    nodes, inits = [], []
-    count = [0]
-
-    def name(prefix):
-        count[0] += 1
-        return f"{prefix}_{count[0]}"
-
-    def const(arr, prefix="w"):
-        n = name(prefix)
-        a = np.array([[float(v) for v in r] for r in arr] if isinstance(arr[0], (tuple, list)) else
-                     [float(v) for v in arr], dtype=np.float64)
-        inits.append(numpy_helper.from_array(a, n))
-        return n
-
-    def scalar(v, prefix="s"):
-        n = name(prefix)
-        inits.append(numpy_helper.from_array(np.array(float(v), dtype=np.float64), n))
-        return n
-
-    def ints(v, prefix="i"):
-        n = name(prefix)
-        inits.append(numpy_helper.from_array(np.array(v, dtype=np.int64), n))
-        return n
-
-    def node(op, ins, **attrs):
-        out = name(op.lower())
-        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
-        return out
+    T = b.T
+    nodes = b.nodes
+    const, ints, node = b.const, b.ints, b.node
+    scalar = const
 
     def T_(m):
         return tuple(zip(*m))
@@ -127,11 +102,7 @@ def model_to_onnx(model: Transformer):
     else:
         nodes.append(helper.make_node("Identity", [X], ["Y"], name="output"))
         out = helper.make_tensor_value_info("Y", T, ["n", D])
-    graph = helper.make_graph(nodes, "symbounds", [inp], [out], initializer=inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="symbounds")
-    proto.ir_version = 8
-    onnx.checker.check_model(proto)
-    return proto
+    return b.model(inp, out, "symbounds")
 
 
 def export_onnx(model, path: str, dtype: str = "float64") -> None:
