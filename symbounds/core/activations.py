@@ -66,7 +66,7 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
             lo = _down(domain_lo)
             R = clip_below(R, lo)
             if not (a.c.lower() >= lo) or a.is_const():
-                return _hull(ctx, f(R))
+                return ctx.hull(f(R))
         D = df(a.c)
         dev = a.dev()
         rem = abs(df(R) - D) * dev
@@ -79,7 +79,7 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
         g = None if a.g is None else tuple(x * D for x in a.g)
         out = TM(ctx, f(a.c), g, _up(rem))
         if not out.range().is_finite():
-            return _hull(ctx, f(R))
+            return ctx.hull(f(R))
         return out
 
 
@@ -132,11 +132,6 @@ def _up(x: flint.arb) -> flint.arb:
 def _down(q) -> flint.arb:
     """An exact ball at or below the rational ``q`` (``arb(q)`` alone rounds to nearest)."""
     return flint.arb(flint.arb(q).lower())
-
-
-def _hull(ctx: TaylorContext, rng: flint.arb) -> TM:
-    """The constant model of a ball (the same enclosure at every point of the box)."""
-    return TM(ctx, rng.mid(), None, flint.arb(rng.rad()))
 
 
 # ------------------------------------------------------------------------------------------

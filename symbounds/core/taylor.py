@@ -304,7 +304,8 @@ class TaylorContext(Context):
     def pi(self):
         return TM(self, flint.arb.pi())
 
-    def _hull(self, rng: flint.arb) -> TM:
+    def hull(self, rng: flint.arb) -> TM:
+        """The constant model of the ball ``rng`` (the same enclosure at every point of the box)."""
         return TM(self, rng.mid(), None, flint.arb(rng.rad()))
 
     def relu(self, a: TM) -> TM:
@@ -313,7 +314,7 @@ class TaylorContext(Context):
             return a
         if rng <= 0:
             return self.zero
-        return self._hull(rng.max(flint.arb(0)))
+        return self.hull(rng.max(flint.arb(0)))
 
     def max(self, a, b):
         a, b = self.convert(a), self.convert(b)
@@ -322,7 +323,7 @@ class TaylorContext(Context):
             return a
         if diff <= 0:
             return b
-        return self._hull(a.range().max(b.range()))
+        return self.hull(a.range().max(b.range()))
 
     def min(self, a, b):
         a, b = self.convert(a), self.convert(b)
@@ -331,7 +332,7 @@ class TaylorContext(Context):
             return a
         if diff >= 0:
             return b
-        return self._hull(a.range().min(b.range()))
+        return self.hull(a.range().min(b.range()))
 
     def abs(self, a):
         a = self.convert(a)
@@ -340,7 +341,7 @@ class TaylorContext(Context):
             return a
         if rng <= 0:
             return -a
-        return self._hull(abs(rng))
+        return self.hull(abs(rng))
 
     # --- comparisons on ranges --------------------------------------------------------------------
     def lt(self, a, b):
