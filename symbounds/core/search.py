@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import random
 import time
 from dataclasses import dataclass, field
@@ -164,30 +165,34 @@ class Box:
         object.__setattr__(right, "_dy", _reduced(e + 1, lo2[:k] + (m,) + lo2[k + 1:], hi2))
         return left, right
 
+    def _dyadic_width(self):
+        """``(k, w)``: the width is ``w / 2^k`` (found once), or None when the box is not dyadic."""
+        dw = self.__dict__.get("_dw", _UNSET)
+        if dw is _UNSET:
+            dy = self.dyadic()
+            dw = None if dy is None else (dy[0], max(map(operator.sub, dy[2], dy[1])))
+            object.__setattr__(self, "_dw", dw)
+        return dw
+
     def width(self):
-        dy = self.dyadic()
-        if dy is not None:
-            k, nlo, nhi = dy
-            return Fraction(max(b - a for a, b in zip(nlo, nhi)), 1 << k)
+        dw = self._dyadic_width()
+        if dw is not None:
+            return Fraction(dw[1], 1 << dw[0])
         return max(b - a for a, b in zip(self.lo, self.hi))
 
     def size(self) -> float:
         """The width as a float (``float(width())``, without the Fraction on a dyadic box)."""
-        dy = self.dyadic()
-        if dy is not None:
-            k, nlo, nhi = dy
-            w = max(b - a for a, b in zip(nlo, nhi))
-            if w < 2**53 and k <= 960:
-                return math.ldexp(w, -k)
+        dw = self._dyadic_width()
+        if dw is not None and dw[1] < _EXACT and dw[0] <= 960:
+            return math.ldexp(dw[1], -dw[0])
         return float(self.width())
 
     def half_width_below(self, q) -> bool:
         """``width() / 2 < q`` (exact; in integers on a dyadic box and an int or Fraction ``q``)."""
-        dy = self.dyadic()
-        if dy is not None and isinstance(q, (int, Fraction)) and not isinstance(q, bool):
-            k, nlo, nhi = dy
-            w = max(b - a for a, b in zip(nlo, nhi))
-            return w * q.denominator < q.numerator << (k + 1)
+        if type(q) is Fraction or type(q) is int:
+            dw = self._dyadic_width()
+            if dw is not None:
+                return dw[1] * q.denominator < q.numerator << (dw[0] + 1)
         return self.width() / 2 < q
 
     def volume(self) -> Fraction:
