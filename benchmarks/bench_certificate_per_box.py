@@ -23,10 +23,16 @@ evaluated (recorded as ``boxes._worker_eval`` received it) enclosed again by the
 kernel, the readout's range), and the kernel alone on those centres and half-widths.  The ratio is
 the box phase per box over the float pass per box.  "Subnormals flushed" times the kernel alone
 once more with the x86 FTZ and DAZ bits set (``flush_subnormals.py``): not sound, never used for a
-bound, a diagnosis of how much of the kernel's time subnormal doubles cost.  A box's operation count is ``(74 d + 296) P``
-and the float64 rates are ``bench_fused.float_rates`` (numba loops), measured at the start and the
-end of the run.  ``certificate digest`` is the SHA-256 of the proved boxes and their recorded
+bound, a diagnosis of how much of the kernel's time subnormal doubles cost.  A box's operation
+count is ``(74 d + 296) P`` and the float64 rates are ``bench_fused.float_rates`` (numba loops),
+measured at the start and the end of the run.  ``certificate digest`` is the SHA-256 of the proved boxes and their recorded
 bounds (the same digest: the same certificate, box for box).
+
+Inside the box phase, the time of every float pass the certificate ran (``FloatBoxEvaluator.enclose``:
+the boxes' passes, and the point passes at the centres of boxes that missed ``eps`` where the box's
+own model could not decide the centre, ``boxes.centre_refutes``, counted as "centre point passes
+per box") is timed too: "the rest" is the box phase less those passes (the float target, the
+exact bookkeeping of the search, the sorting), per evaluated box.
 """
 
 import argparse
@@ -47,7 +53,7 @@ from symbounds.core import boxes as bx, float_boxes as fb, fused_boxes
 from symbounds.core.boxes import CertifyOptions
 from symbounds.papers import shi_liao as sl
 from symbounds.papers.shi_liao import certificate as slc
-T = {"init": 0.0, "load": 0.0, "model": 0.0, "write": 0.0}
+T = {"init": 0.0, "load": 0.0, "model": 0.0, "write": 0.0, "passes": 0.0, "centre_boxes": 0}
 batches = []
 orig_init, orig_eval, orig_model, orig_write = bx._worker_init, bx._worker_eval, slc.certify_model, slc.make_certificate
 def init(*a, **k):
@@ -66,10 +72,20 @@ def write(*a, **k):
     t = pt(); r = orig_write(*a, **k); T["write"] += pt() - t
     return r
 bx._worker_init, bx._worker_eval, slc.certify_model, slc.make_certificate = init, record, model, write
+orig_enclose, orig_refutes = fb.FloatBoxEvaluator.enclose, bx.centre_refutes
+def enclose(self, lo, hi):
+    t = pt(); r = orig_enclose(self, lo, hi); T["passes"] += pt() - t
+    return r
+def refutes(model, g, d, boxes, *a):
+    T["centre_boxes"] += len(boxes)
+    return orig_refutes(model, g, d, boxes, *a)
+fb.FloatBoxEvaluator.enclose, bx.centre_refutes = enclose, refutes
 inst = sl.Instance(d=2, C_H=1, B=1, eps=EPS, target="sin(x1+x2)/2")
 cert, res = slc.certify_instance(inst, CertifyOptions(workers=1, tight=TIGHT))
 total = pt() - t_start
 box = T["model"] - T["init"] - T["load"]
+fb.FloatBoxEvaluator.enclose = orig_enclose
+passes = T["passes"] - T["load"]  # the float passes (box and centre point passes) inside the box phase
 fast = bx._W["fast"]
 n = sum(len(b) for b in batches)
 t = pt()
@@ -98,7 +114,7 @@ digest = hashlib.sha256(json.dumps([[[str(v) for v in b.lo], [str(v) for v in b.
 print(json.dumps({"P": sl.constants(inst).P, "total": total, "init": T["init"], "load": T["load"], "write": T["write"],
                   "box": box, "evaluated": res.evaluated, "passed": n, "proved": len(res.boxes),
                   "max_bound": str(res.max_bound), "verdict": str(res.verdict), "pass": pass_s, "kernel": kernel_s, "flushed": flushed_s,
-                  "digest": digest}))
+                  "digest": digest, "passes": passes, "centre_boxes": T["centre_boxes"]}))
 """
 
 
@@ -134,8 +150,9 @@ def main():
     print()
     print("| P | tight | tree | CPU total (s) | setup (s) | of which kernel load (s) | of which writing (s) |"
           " box phase (s) | boxes evaluated | box phase per box (µs) | float pass per box (µs) |"
-          " kernel alone per box (µs) | kernel alone, subnormals flushed (µs) | box phase / float pass | boxes proved | largest bound | certificate digest |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " kernel alone per box (µs) | kernel alone, subnormals flushed (µs) | box phase / float pass |"
+          " centre point passes per box | float passes in the box phase (s) | the rest per box (µs) | boxes proved | largest bound | certificate digest |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for r in range(args.rounds):
         for P in args.P:
@@ -155,7 +172,8 @@ def main():
                     mb = "-" if o["max_bound"] == "None" else f"{float(Fraction(o['max_bound'])):.9f}"
                     print(f"| {o['P']} | {bool(tight)} | {name} | {o['total']:.1f} | {o['total'] - o['box']:.1f} |"
                           f" {o['load']:.1f} | {o['write']:.2f} | {o['box']:.2f} | {n} | {per * 1e6:.0f} |"
-                          f" {fp * 1e6:.0f} | {kern} | {flush} | {per / fp:.2f}x | {o['proved']} | {mb} | {o['digest']} |",
+                          f" {fp * 1e6:.0f} | {kern} | {flush} | {per / fp:.2f}x | {o['centre_boxes'] / n:.2f} |"
+                          f" {o['passes']:.2f} | {(o['box'] - o['passes']) / n * 1e6:.0f} | {o['proved']} | {mb} | {o['digest']} |",
                           flush=True)
                     rows.append(o)
     s1, v1 = rates(args.after)
