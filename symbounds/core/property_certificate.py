@@ -34,7 +34,6 @@ from .exact import NumberError, parse_number
 from .graph import Graph
 from .graph_file import graph_to_json, network_from_json
 from .modelfile import ModelFileError, model_to_json
-from .search import BoxEvaluator
 
 __all__ = ["PROPERTY_FORMAT", "PropertyCertificateError", "make_property_certificate",
            "check_property_certificate", "MAX_LEAVES"]
@@ -100,7 +99,7 @@ def _inside(leaf: Box, box: Box) -> bool:
 def check_property_certificate(cert: dict, progress=None) -> dict:
     """Re-verify a property certificate (see the module docstring); returns
     ``{"leaves", "nodes", "inputs", "alternatives"}`` or raises :class:`PropertyCertificateError`."""
-    from .vnnlib import PropertyProblem, SpecError, network_outputs, parse_vnnlib
+    from .vnnlib import PropertyProblem, SpecError, network_outputs, parse_vnnlib, property_evaluator
 
     if not isinstance(cert, dict) or cert.get("format") != PROPERTY_FORMAT:
         raise PropertyCertificateError(f"not a property certificate ('format' must be {PROPERTY_FORMAT!r})")
@@ -132,7 +131,7 @@ def check_property_certificate(cert: dict, progress=None) -> dict:
     if len(index) != len(leaves):
         raise PropertyCertificateError("a leaf is listed twice")
     problem = PropertyProblem(spec, k)
-    ev = BoxEvaluator(model, prec)
+    ev = property_evaluator(model, problem, prec)
     stack = [(root, None, list(range(len(leaves))), 0)]
     nodes = done = 0
     while stack:
