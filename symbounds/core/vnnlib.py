@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
@@ -41,7 +42,7 @@ from .graph import Graph
 from .search import BoxEvaluator, Limits, Problem, float_ends, output_count, search
 from .transformer import Transformer
 
-__all__ = ["PropertyProblem", "property_evaluator", "network_outputs", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
+__all__ = ["PropertyProblem", "StagedEvaluator", "property_evaluator", "network_outputs", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
 
 MAX_PROPERTY_BYTES = 4 * 2**20
 MAX_DISJUNCTS = 4096
@@ -451,16 +452,50 @@ def counterexample_at(model: Transformer, spec: Spec, x, prec: int):
     return None if enc is None else _Property(spec, len(enc.lo)).refutes(x, enc)
 
 
+class StagedEvaluator(BoxEvaluator):
+    """A layer graph's evaluator for a property: each box is enclosed in Arb Taylor models and balls
+    first (met with its parent's), and only where ``decide`` leaves that enclosure undecided is it
+    met with the backward linear bounds as well (of every output and, with ``rows``, of each row
+    ``c``: :func:`symbounds.core.search._meet_graph_linear`) -- the linear relaxations of smooth
+    activations cost tens of Taylor passes, and most boxes of an easy property need none.  A
+    deterministic rule, so the certificate's check re-derives the same enclosures."""
+
+    def __init__(self, model, prec: int, decide, rows: list | None, linear: bool | str = "auto"):
+        super().__init__(model, prec, linear=linear, objectives=rows)
+        self.staged, self.graph_linear = self.graph_linear, False
+        self._decide = decide
+
+    def enclose(self, boxes, parents=None, deadline=None):
+        out = super().enclose(boxes, parents, deadline)
+        if not self.staged:
+            return out
+        from .search import _meet_graph_linear
+
+        for i, (box, e) in enumerate(zip(boxes, out)):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if e is None or e.method == "exact" or self._decide(box, e) is Verdict.PROVED:
+                continue
+            met = _meet_graph_linear(self.model, box, self.prec, e, self.objectives)
+            if met is not None and met is not e:
+                if met.method != e.method:
+                    self.counts[e.method] -= 1
+                    self.counts[met.method] = self.counts.get(met.method, 0) + 1
+                out[i] = met
+        return out
+
+
 def property_evaluator(model, problem: _Property, prec: int, linear: bool | str = "auto",
                        objectives: bool = True) -> BoxEvaluator:
     """The evaluator of a property's search, and of its certificate's check (the same, so that the
-    check re-derives every leaf): for a layer graph, its Arb Taylor models and balls met with the
-    backward linear bounds (``linear``: "auto" for small graphs, :func:`symbounds.core.linear_graph.small_graph`),
-    started from the outputs and, with ``objectives``, from each constraint's row ``c`` over several
-    outputs (:attr:`_Property.c_rows`); a model file's as before (no linear bounds)."""
+    check re-derives every leaf): for a layer graph, :class:`StagedEvaluator` -- its Arb Taylor
+    models and balls, met where they leave a box undecided with the backward linear bounds
+    (``linear``: "auto" for small graphs, :func:`symbounds.core.linear_graph.small_graph`; False:
+    none) started from the outputs and, with ``objectives``, from each constraint's row ``c`` over
+    several outputs (:attr:`_Property.c_rows`); a model file's as before (no linear bounds)."""
     if not isinstance(model, Graph):
         return BoxEvaluator(model, prec)
-    return BoxEvaluator(model, prec, linear=linear, objectives=problem.c_rows if objectives else None)
+    return StagedEvaluator(model, prec, problem.decide, problem.c_rows if objectives else None, linear)
 
 
 def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 20000,
