@@ -94,3 +94,21 @@ def test_a_model_file_refuses_the_graph_only_flags(capsys, tmp_path):
     export_model(sl.build(sl.constants(sl.Instance(eps="1/2"))), str(p))
     code, _, se = run_cli(capsys, "certify", "--model", str(p), "--target", "x1", "--eps", "1/10", "--output", "0")
     assert code == 2 and "--output and --box apply to a layer graph" in se
+
+
+def test_the_certificate_validates_against_its_schema(capsys, graph, tmp_path):
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas"
+                         / "graph-target-certificate.schema.json").read_text())
+    v = jsonschema.Draft202012Validator(schema)
+    for eps, name in (("5/1024", "p.json"), ("1/300", "r.json")):
+        run_cli(capsys, "certify", "--model", str(graph), "--target", "x1^2", "--eps", eps, "--out",
+                str(tmp_path / name), "--quiet")
+        doc = json.loads((tmp_path / name).read_text())
+        v.validate(doc)
+        broken = dict(doc)
+        del broken["leaves"]
+        assert not v.is_valid(broken)
+        broken = dict(doc, d=str(doc["d"]))
+        assert not v.is_valid(broken)
