@@ -355,6 +355,11 @@ def _check(args) -> int:
     prop = is_property_certificate(args.certificate)
     if prop is not None:
         return run_property_check(args, prop)
+    from .graph_target_cli import is_graph_target_certificate, run_graph_target_check
+
+    graph_target = is_graph_target_certificate(args.certificate)
+    if graph_target is not None:
+        return run_graph_target_check(args, graph_target)
     whole_class = is_class_certificate(args.certificate)
     if whole_class is not None:
         return run_class_check(args, whole_class)

@@ -97,6 +97,12 @@ def add_model_certify_arguments(c) -> None:
                         "CERT.undecided.json)")
     c.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="stop after this many seconds of the box search (undecided, with the part proved so far)")
+    c.add_argument("--output", type=int, default=None, metavar="K",
+                   help="with --model LAYER-GRAPH --target: the output certified (0-based, row by row; needed when "
+                        "the graph has more than one)")
+    c.add_argument("--box", default=None, metavar="LO:HI[,LO:HI...]",
+                   help="with --model LAYER-GRAPH --target: the domain instead of [0,1]^d, one interval per input "
+                        "(write --box=-1:1 for a negative first end)")
     c.add_argument("--result", default=None, metavar="OUT.txt",
                    help="with --spec and --timeout: write the VNN-COMP result file (unsat, sat and its witness, "
                         "timeout, unknown or error); an unsat's certificate goes to --out (default OUT.cert.json)")
@@ -166,17 +172,6 @@ def parse_box(text: str) -> tuple[list, list]:
 
 def _prec(p: int) -> int:
     return precision(p)
-
-
-def _load_model(path: str, what: str):
-    """:func:`_load` for the commands that take a ``symbounds-transformer/1`` network only."""
-    from ..core.graph import Graph
-
-    model = _load(path)
-    if isinstance(model, Graph):
-        raise UsageError(f"{path}: a layer graph (MLP, normalisations) is read by 'symbounds bound' only; "
-                         f"{what} takes a symbounds-transformer/1 network")
-    return model
 
 
 def _load(path: str):
@@ -302,6 +297,8 @@ def run_model_certify(args) -> int:
     if args.spec is not None:
         if args.target is not None or args.eps is not None or args.force:
             raise UsageError("--spec replaces --target, --eps and --force")
+        if args.output is not None or args.box is not None:
+            raise UsageError("--output and --box are used with --target (the property file has its own box)")
         if getattr(args, "result", None) is not None:
             from .vnncomp_cli import certify_result
 
@@ -309,16 +306,27 @@ def run_model_certify(args) -> int:
         return _certify_spec(args, prec)
     if args.target is None or args.eps is None:
         raise UsageError("--model needs --target EXPR and --eps E (or --spec PROP.vnnlib)")
-    if args.timeout is not None:
-        raise UsageError("--timeout is used with --spec (the whole-cube search has --max-boxes)")
     eps = number(args.eps, "--eps")
+    if not (1 <= args.max_boxes <= 10**8):
+        raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
+    from ..core.graph import Graph
+
+    model = _load(args.model)  # every malformed part reported before any work
+    if isinstance(model, Graph):  # a layer graph: its own search (app/graph_target_cli.py)
+        from .graph_target_cli import run_graph_certify
+
+        if eps <= 0:
+            raise UsageError("--eps must be positive")
+        return run_graph_certify(args, model, eps, prec, timeout_seconds(args.timeout))
+    if args.output is not None or args.box is not None:
+        raise UsageError("--output and --box apply to a layer graph (a model file is certified over [0,1]^d, "
+                         "its one output)")
+    if args.timeout is not None:
+        raise UsageError("--timeout is used with --spec or a layer graph (the whole-cube search has --max-boxes)")
     if not (0 < eps < 1):
         raise UsageError("--eps must lie in (0, 1)")
     if not (1 <= args.workers <= 256):
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
-    if not (1 <= args.max_boxes <= 10**8):
-        raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    model = _load_model(args.model, "certify --model")  # every malformed part reported before any work
     check_certificate_out(args)
     bar = Bar(args, "box")
     try:

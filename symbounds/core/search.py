@@ -329,13 +329,16 @@ def output_count(model: Transformer, m: int) -> int:
 class Enclosure:
     """``lo[k] <= T_k(x) <= hi[k]`` for every ``x`` of a box (exact rationals), and the numbers of
     the rigorous context that produced it (``ctx``, ``vals``: Taylor models keep the correlation
-    between outputs; None for the float pass and for an enclosure inherited from the parent)."""
+    between outputs; None for the float pass and for an enclosure inherited from the parent).
+    ``objectives``: ``(lo, hi)`` (exact) of ``<c, T(x)>`` for each objective row ``c`` of the
+    evaluator (:attr:`BoxEvaluator.objectives`), or None where none was bounded on its own."""
 
     lo: tuple
     hi: tuple
     method: str  # "float", "linear", "taylor", "ball", "exact" or "parent"
     ctx: object = None
     vals: list | None = None
+    objectives: tuple | None = None
 
     def meet(self, parent: Enclosure | None) -> Enclosure:
         """The intersection with the parent's enclosure (which also holds on this box)."""
@@ -345,10 +348,20 @@ class Enclosure:
         hi = tuple(min(a, b) for a, b in zip(self.hi, parent.hi))
         if any(a > b for a, b in zip(lo, hi)):
             raise ArithmeticError("two enclosures of one box are disjoint: an evaluation is unsound")
-        return Enclosure(lo, hi, self.method, self.ctx, self.vals)
+        return Enclosure(lo, hi, self.method, self.ctx, self.vals, _meet_pairs(self.objectives, parent.objectives))
 
     def width(self) -> Fraction:
         return max(b - a for a, b in zip(self.lo, self.hi))
+
+
+def _meet_pairs(a: tuple | None, b: tuple | None) -> tuple | None:
+    """Two lists of ``(lo, hi)`` bounds of the same quantities met (either alone where the other is None)."""
+    if a is None or b is None:
+        return a if b is None else b
+    out = tuple((max(x[0], y[0]), min(x[1], y[1])) for x, y in zip(a, b))
+    if any(lo > hi for lo, hi in out):
+        raise ArithmeticError("two bounds of one objective are disjoint: an evaluation is unsound")
+    return out
 
 
 def _is_point(box: Box) -> bool:
@@ -370,8 +383,13 @@ class BoxEvaluator:
     """A model's outputs enclosed over boxes (float batch, Arb Taylor models, balls, exact at a
     point), evaluated at points for sampling (float, not rigorous), and rigorously at a point."""
 
-    def __init__(self, model: Transformer, prec: int = 128, fast: bool = True, linear: bool | str = False):
+    def __init__(self, model: Transformer, prec: int = 128, fast: bool = True, linear: bool | str = False,
+                 objectives: list | None = None):
         self.model = model
+        #: rows ``c`` (exact, one entry per output) whose ``<c, T(x)>`` a layer graph's backward
+        #: linear bounds start from (:func:`symbounds.core.linear_graph.linear_graph_objective_bounds`),
+        #: recorded in each enclosure's ``objectives``
+        self.objectives = [list(c) for c in objectives] if objectives else None
         self.prec = int(prec)
         self.fast = float_evaluator(model, self.prec) if fast else None
         #: backward linear bounds met with the float pass (:mod:`symbounds.core.linear_bounds`):
@@ -437,7 +455,7 @@ class BoxEvaluator:
         for i, e in enumerate(out):
             p = parents[i]
             if e is None:
-                out[i] = None if p is None else Enclosure(p.lo, p.hi, "parent")
+                out[i] = None if p is None else Enclosure(p.lo, p.hi, "parent", objectives=p.objectives)
             else:
                 out[i] = e.meet(p)
             if out[i] is not None:
@@ -483,7 +501,7 @@ class BoxEvaluator:
             pass
         enc = ball_enc if taylor is None else taylor.meet(ball_enc)
         if self.graph_linear:
-            enc = _meet_graph_linear(self.model, box, self.prec, enc)
+            enc = _meet_graph_linear(self.model, box, self.prec, enc, self.objectives)
         return enc
 
     def _exact(self, x) -> Enclosure | None:
@@ -564,29 +582,37 @@ def _usable(b) -> bool:
     return b.is_finite() and abs(b).upper() < _HUGE
 
 
-def _meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None) -> Enclosure | None:
+def _meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None,
+                       rows: list | None = None) -> Enclosure | None:
     """``enc`` met with the graph's backward linear bounds over ``box`` (method "linear" where those
-    are narrower at some output; Taylor models, which keep the outputs' correlation, stay with it)."""
-    from .linear_graph import linear_graph_bounds
+    are narrower at some output; Taylor models, which keep the outputs' correlation, stay with it);
+    with objective ``rows``, also the bounds of ``<c, T>`` from the pass started at each row ``c``
+    (the enclosure's ``objectives``)."""
+    from .linear_graph import linear_graph_objective_bounds
 
     try:
-        lin = linear_graph_bounds(graph, box.centre, box.half, prec)
+        lin, objs = linear_graph_objective_bounds(graph, box.centre, box.half, rows, prec)
     except (Undecided, ZeroDivisionError, ValueError):
-        lin = None
-    if lin is None or not all(_usable(a) and _usable(b) for a, b in lin):
-        return enc
+        lin = objs = None
     ball = BallContext(prec)
+    pairs = None
+    if objs is not None and all(_usable(a) and _usable(b) for a, b in objs):
+        pairs = tuple((ball.to_fraction_bounds(a)[0], ball.to_fraction_bounds(b)[1]) for a, b in objs)
+    if lin is None or not all(_usable(a) and _usable(b) for a, b in lin):
+        if enc is None or pairs is None:
+            return enc
+        return Enclosure(enc.lo, enc.hi, enc.method, enc.ctx, enc.vals, _meet_pairs(enc.objectives, pairs))
     lo = tuple(ball.to_fraction_bounds(a)[0] for a, _ in lin)
     hi = tuple(ball.to_fraction_bounds(b)[1] for _, b in lin)
     if enc is None:
-        return Enclosure(lo, hi, "linear")
-    met = enc.meet(Enclosure(lo, hi, "linear"))
+        return Enclosure(lo, hi, "linear", objectives=pairs)
+    met = enc.meet(Enclosure(lo, hi, "linear", objectives=pairs))
     narrower = any(a > b for a, b in zip(met.lo, enc.lo)) or any(a < b for a, b in zip(met.hi, enc.hi))
     if not narrower:
         return met
     # the Taylor models stay with a "linear" enclosure (a property's constraint reads them); balls do not
     keep = (enc.ctx, enc.vals) if enc.method == "taylor" else (None, None)
-    return Enclosure(met.lo, met.hi, "linear", *keep)
+    return Enclosure(met.lo, met.hi, "linear", *keep, met.objectives)
 
 
 def _from_balls(ball: BallContext, balls, method, ctx, vals) -> Enclosure:
