@@ -21,7 +21,7 @@ def run_graph_certify(args, graph, eps, prec: int, timeout) -> int:
     from ..core.exact import decimal_up
     from ..core.graph_target import GraphTargetError, certify_graph, make_graph_target_certificate, resolve
     from ..core.version import __version__
-    from .usermodel import STOPPED, check_certificate_out, parse_box, save_certificate
+    from .certificate_out import STOPPED, check_certificate_out, parse_box, save_certificate
 
     if args.workers != 1 or args.scheduler is not None:
         raise UsageError("--workers and --scheduler apply to a model file: a layer graph's boxes are searched "

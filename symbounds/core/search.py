@@ -501,7 +501,7 @@ class BoxEvaluator:
             pass
         enc = ball_enc if taylor is None else taylor.meet(ball_enc)
         if self.graph_linear:
-            enc = _meet_graph_linear(self.model, box, self.prec, enc, self.objectives)
+            enc = meet_graph_linear(self.model, box, self.prec, enc, self.objectives)
         return enc
 
     def _exact(self, x) -> Enclosure | None:
@@ -582,7 +582,7 @@ def _usable(b) -> bool:
     return b.is_finite() and abs(b).upper() < _HUGE
 
 
-def _meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None,
+def meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None,
                        rows: list | None = None) -> Enclosure | None:
     """``enc`` met with the graph's backward linear bounds over ``box`` (method "linear" where those
     are narrower at some output; Taylor models, which keep the outputs' correlation, stay with it);

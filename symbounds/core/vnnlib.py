@@ -456,7 +456,7 @@ class StagedEvaluator(BoxEvaluator):
     """A layer graph's evaluator for a property: each box is enclosed in Arb Taylor models and balls
     first (met with its parent's), and only where ``decide`` leaves that enclosure undecided is it
     met with the backward linear bounds as well (of every output and, with ``rows``, of each row
-    ``c``: :func:`symbounds.core.search._meet_graph_linear`) -- the linear relaxations of smooth
+    ``c``: :func:`symbounds.core.search.meet_graph_linear`) -- the linear relaxations of smooth
     activations cost tens of Taylor passes, and most boxes of an easy property need none.  A
     deterministic rule, so the certificate's check re-derives the same enclosures."""
 
@@ -469,14 +469,14 @@ class StagedEvaluator(BoxEvaluator):
         out = super().enclose(boxes, parents, deadline)
         if not self.staged:
             return out
-        from .search import _meet_graph_linear
+        from .search import meet_graph_linear
 
         for i, (box, e) in enumerate(zip(boxes, out)):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             if e is None or e.method == "exact" or self._decide(box, e) is Verdict.PROVED:
                 continue
-            met = _meet_graph_linear(self.model, box, self.prec, e, self.objectives)
+            met = meet_graph_linear(self.model, box, self.prec, e, self.objectives)
             if met is not None and met is not e:
                 if met.method != e.method:
                     self.counts[e.method] -= 1
