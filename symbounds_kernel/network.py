@@ -23,6 +23,7 @@ from fractions import Fraction
 from flint import arb, arb_mat
 
 from . import taylor as tm
+from .affine import affine_softmax
 from .read import Rejected, number
 
 
@@ -156,19 +157,15 @@ class Network:
     @staticmethod
     def _affine_attention(layer, A, B, record=None):
         """``rho Z + sum_h W_O W_V Z pi_h^T`` for ``Z = A + sum x_i B_i`` with constant ``pi_h``:
-        ``pi_h[j, k] = e_jk / t_j``, so column ``j`` of ``W_O W_V Z e^T`` is divided by ``t_j``
-        (each head's rows ``(e_j, t_j)`` are appended to ``record`` if given)."""
+        ``pi_h[j, k] = e_jk / t_j``, so column ``j`` of ``W_O W_V Z e^T`` is divided by ``t_j``.
+        A softmax layer goes through :func:`.affine.affine_softmax` (values of small support,
+        shared normalisers); with ``record``, each head's rows ``(e_j, t_j)`` are appended to it."""
         _, kind, skip, tau, heads, _ = layer
+        if kind == "softmax" and record is None:
+            return affine_softmax(layer, A, B, lambda *H: _head(kind, tau, H, [A] + B))
         A2, B2 = A * _ball(skip), [b * _ball(skip) for b in B]
-        for WQ, WK, WV, WO in heads:
-            S = ((_mat(WQ) * A).transpose() * (_mat(WK) * A) * (1 / _ball(tau))).tolist()
-            rows = [_weights(kind, row) for row in S]
-            if record is not None:
-                record.append(rows)
-            Et = arb_mat([e for e, _ in rows]).transpose()
-            OV = _mat(WO) * _mat(WV)
-            parts = [(OV * Z * Et).tolist() for Z in [A] + B]
-            parts = [arb_mat([[v / t for v, (_, t) in zip(row, rows)] for row in P]) for P in parts]
+        for H in heads:
+            parts = _head(kind, tau, H, [A] + B, record)
             A2, B2 = A2 + parts[0], [b2 + p for b2, p in zip(B2, parts[1:])]
         return A2, B2
 
@@ -197,6 +194,21 @@ class Network:
                 if i == self.last_attention:
                     cols = [self.readout[1]]
         return Z[self.readout[0]][cols.index(self.readout[1])], h
+
+
+def _head(kind, tau, H, Z, record=None):
+    """One head's ``W_O W_V M E^T / t`` for each ``M`` of ``Z`` (``Z[0]`` the constant part), every
+    score of its ``n x n`` computed."""
+    WQ, WK, WV, WO = H
+    A = Z[0]
+    S = ((_mat(WQ) * A).transpose() * (_mat(WK) * A) * (1 / _ball(tau))).tolist()
+    rows = [_weights(kind, row) for row in S]
+    if record is not None:
+        record.append(rows)
+    Et = arb_mat([e for e, _ in rows]).transpose()
+    OV = _mat(WO) * _mat(WV)
+    parts = [(OV * M * Et).tolist() for M in Z]
+    return [arb_mat([[v / t for v, (_, t) in zip(row, rows)] for row in P]) for P in parts]
 
 
 def _weights(kind, scores):
