@@ -130,6 +130,8 @@ def _certify_arguments(c) -> None:
 
 def _check_arguments(k) -> None:
     k.add_argument("certificate", metavar="CERT.json")
+    k.add_argument("--workers", type=int, default=1,
+                   help="processes of the independent kernel's box checks (default 1)")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -352,6 +354,8 @@ def _check(args) -> int:
     from .class_cli import is_class_certificate, run_class_check
     from .vnncomp_cli import is_property_certificate, run_property_check
 
+    if not (1 <= args.workers <= 256):
+        raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     prop = is_property_certificate(args.certificate)
     if prop is not None:
         return run_property_check(args, prop)
