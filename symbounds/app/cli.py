@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "pou), or a model file (--model, with --target and --eps, or a VNN-LIB property --spec).  "
                     "Exit 0 proved, 1 refuted (a counterexample), 2 bad input, 3 undecided.",
         epilog="examples:\n"
-               "  symbounds certify --out cert.json                  # the default instance, ~300 boxes\n"
+               "  symbounds certify --out cert.json                  # the default instance, 32 boxes\n"
                "  symbounds certify --eps 1/25 --workers 2\n"
                "  symbounds certify --model net.json --target 'sin(2*x1)' --eps 1/2 --out cert.json\n"
                "  symbounds certify --model net.json --spec prop.vnnlib\n"

@@ -78,10 +78,10 @@ class CertifyOptions:
     split: str = "widest"  # or "gradient": the side a box that missed eps is halved along (BENCHMARKS.md)
     timeout: float | None = None  # seconds of wall clock (checked between steps of the search)
     #: the softmax-weighted values centred, as a ratio of sums and met with their convex hull
-    #: (float_boxes._weighted_values): 10 to 70 times fewer boxes, but boxes so wide (or bounds so
-    #: tight) that the checker kernel's plain Taylor models cannot re-derive them within its
-    #: bisections (BENCHMARKS.md, "Fewer boxes"); off by default, so certificates stay kernel-checked
-    tight: bool = False
+    #: (float_boxes._weighted_values), from a coarser first grid: 10 to 70 times fewer boxes
+    #: (BENCHMARKS.md, "Fewer boxes"); the checker kernel re-derives the same three tightenings
+    #: (symbounds_kernel/hull.py), so the certificates stay kernel-checked; False: the plain pass
+    tight: bool = True
 
 
 @dataclass
@@ -634,7 +634,7 @@ def _dask_batch(setup, boxes):
 class _DaskMap:
     """``imap``-like evaluation of boxes on a Dask cluster, in batches."""
 
-    def __init__(self, address, model_json, target_text, d, prec, eps, fast, key, tight=False):
+    def __init__(self, address, model_json, target_text, d, prec, eps, fast, key, tight=True):
         try:
             from distributed import Client
         except ImportError:

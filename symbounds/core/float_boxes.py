@@ -340,8 +340,8 @@ class FloatBoxEvaluator:
         self._prefix_maps = None
         self._read = None
         #: the softmax-weighted values centred, as a ratio of sums and met with their convex hull
-        #: (:func:`_weighted_values`): off for certificates the checker kernel re-derives box by
-        #: box with plain Taylor models (``CertifyOptions.tight``)
+        #: (:func:`_weighted_values`; ``CertifyOptions.tight``, on by default: the checker kernel
+        #: re-derives the same three, symbounds_kernel/hull.py); False: the plain product
         self.tight = True
 
     # --- the pass ---------------------------------------------------------------------------------
