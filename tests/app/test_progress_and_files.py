@@ -196,7 +196,7 @@ def test_certify_reports_the_certified_volume(capsys, every_call):
     lines = _progress_lines(err, "certify")
     pcts = [int(re.search(r": (\d+)% of the cube's volume certified, (\d+) boxes(, \d+% left.*)?, \d+ s$", x).group(1))
             for x in lines]
-    assert len(pcts) > 10 and pcts == sorted(pcts) and pcts[-1] == 100 and all(0 <= p <= 100 for p in pcts)
+    assert len(pcts) >= 5 and pcts == sorted(pcts) and pcts[-1] == 100 and all(0 <= p <= 100 for p in pcts)
     code, _, err = run_cli(capsys, "certify", *SMALL, "--quiet")
     assert code == 0 and err == ""
 
@@ -210,7 +210,7 @@ def test_certify_model_passes_the_exact_proved_volume():
 
     seen = []
     inst = sl.Instance(d=2, alpha=1, C_H=1, B=1, eps=Fraction(1, 2), target="sin(x1+x2)/2")
-    _, res = certify_instance(inst, CertifyOptions(initial=2), lambda f, n: seen.append((f, n)))
+    _, res = certify_instance(inst, CertifyOptions(initial=2, tight=False), lambda f, n: seen.append((f, n)))
     assert res.verdict == "proved"
     total = sum(((b.hi[0] - b.lo[0]) * (b.hi[1] - b.lo[1]) for b, _ in res.boxes), Fraction(0))
     assert total == 1 and seen[-1] == (total, res.evaluated)

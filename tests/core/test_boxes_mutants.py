@@ -224,7 +224,7 @@ def test_certified_bounds_are_upper_bounds_recorded_to_30_bits():
     from symbounds import model_to_json
     from symbounds.core.boxes import CertifyOptions, certify_model
 
-    res = certify_model(model_to_json(identity_model()), "3*x1/2", 1, F(3, 5), CertifyOptions())
+    res = certify_model(model_to_json(identity_model()), "3*x1/2", 1, F(3, 5), CertifyOptions(initial=64))
     assert res.verdict == "proved" and res.evaluated == 64 and len(res.boxes) == 64
     assert [b for b, _ in res.boxes] == [B((F(i, 64),), (F(i + 1, 64),)) for i in range(64)]
     for box, bound in res.boxes:
@@ -418,28 +418,30 @@ def test_certify_model_leaves_undecided_what_it_cannot_split_or_afford():
     from symbounds.core.boxes import CertifyOptions, boxes_cover_cube, certify_model
 
     mj = model_to_json(identity_model())
-    res = certify_model(mj, "3*x1/2", 1, F(1, 2), CertifyOptions(min_width=F(1, 2**10)))
+    res = certify_model(mj, "3*x1/2", 1, F(1, 2), CertifyOptions(min_width=F(1, 2**10), initial=64))
     assert res.verdict == "undecided" and res.counterexample is None
     assert res.undecided and all(b.width() / 2 < F(1, 2**10) and b.lo[0] >= F(63, 64) for b in res.undecided)
     assert any(b.hi == (F(1),) for b in res.undecided)
     tiles = [b for b, _ in res.boxes] + res.undecided
     assert boxes_cover_cube(tiles, 1) and sum(b.volume() for b in tiles) == 1
     assert res.evaluated == len(tiles) + (len(tiles) - 64)  # each split box was evaluated, then halved
-    small = certify_model(mj, "3*x1/2", 1, F(1, 2), CertifyOptions(max_boxes=64))
+    small = certify_model(mj, "3*x1/2", 1, F(1, 2), CertifyOptions(max_boxes=64, initial=64))
     assert small.verdict == "undecided" and small.evaluated == 64
     tiles = [b for b, _ in small.boxes] + small.undecided
     assert boxes_cover_cube(tiles, 1) and sum(b.volume() for b in tiles) == 1
     assert len(small.undecided) == 2 * (64 - len(small.boxes))
 
 
-@pytest.mark.parametrize("d, boxes", [(2, 16**2), (3, 4**3)])
-def test_the_first_grid_has_16_boxes_per_side_in_two_dimensions_and_4_above(d, boxes):
+@pytest.mark.parametrize("d, tight, boxes", [(1, False, 64), (2, False, 16**2), (3, False, 4**3),
+                                             (1, True, 8), (2, True, 4**2), (3, True, 2**3)])
+def test_the_first_grid_has_16_boxes_per_side_in_two_dimensions_and_4_above(d, tight, boxes):
     """``T(x) = x_1`` against ``g = x_1`` is proved on the first grid of boxes (at ``eps = 1``):
-    ``16^2`` boxes in two dimensions, ``4^d`` from three on."""
+    for the plain pass 64 boxes in one dimension, ``16^2`` in two, ``4^d`` from three on; for the
+    tight pass (the default: fewer, wider boxes decide) 8, ``4^2`` and ``2^d``."""
     from symbounds import model_to_json
     from symbounds.core.boxes import CertifyOptions, certify_model
 
-    res = certify_model(model_to_json(identity_model(d)), "x1", d, F(1), CertifyOptions())
+    res = certify_model(model_to_json(identity_model(d)), "x1", d, F(1), CertifyOptions(tight=tight))
     assert res.verdict == "proved" and res.evaluated == boxes == len(res.boxes)
     assert all(b.width() == F(1, round(boxes ** (1 / d))) for b, _ in res.boxes)
 

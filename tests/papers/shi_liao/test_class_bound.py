@@ -336,7 +336,7 @@ def test_check_command_accepts_and_rejects(certified, tmp_path, capsys, monkeypa
     # the kernel alone rejecting is enough: the full check passes a bound the kernel refuses
     import symbounds_kernel
 
-    def refuse(cert, progress=None):
+    def refuse(cert, progress=None, **_):
         raise symbounds_kernel.Rejected("no")
 
     p.write_text(json.dumps(cert))
