@@ -408,7 +408,8 @@ class BoxEvaluator:
             return np.zeros((0, 1))
         if self.fast is not None and isinstance(self.model, Graph):
             lo, hi, ok = self.fast.ranges(points, points)
-            y = (lo + hi) / 2
+            with np.errstate(invalid="ignore"):
+                y = (lo + hi) / 2
             for i in np.flatnonzero(~ok):  # the floats failed there: balls
                 y[i] = self._sample_balls([points[i]])[0]
             return y
