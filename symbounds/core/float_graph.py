@@ -41,6 +41,8 @@ guessed.
 
 from __future__ import annotations
 
+import functools
+import math
 from fractions import Fraction
 
 import flint
@@ -51,7 +53,7 @@ from .exact import arb_to_fraction
 from .float_boxes import FTM, Boxes, add_bias, centres
 from .graph import CONSTANT_OPS, Graph
 
-__all__ = ["FLOAT_OPS", "FloatGraphEvaluator", "evaluator", "erf_bounds", "log1p_bounds", "rsqrt_bounds",
+__all__ = ["FLOAT_OPS", "FloatGraphEvaluator", "evaluator", "erf_bounds", "erf_directed", "log1p_bounds", "rsqrt_bounds",
            "sigmoid_bounds", "softplus_bounds", "tanh_bounds"]
 
 #: Largest number of array entries one batch may create in its widest operation.
@@ -175,42 +177,91 @@ def _erf_terms(zmax: float) -> tuple[int, float]:
             return N, float(fo.up(t / float(fo.down(1.0 - q))))
 
 
-def erf_bounds(x):
-    """``erf x`` for doubles: odd, so computed at ``a = |x|``.  For ``a >= 6``, ``erf a`` lies in
-    ``[1 - 2^-53, 1]`` (``erfc 6 = 2.15e-17``, ``erfc`` decreasing).  Below, the series of positive
-    terms (Abramowitz & Stegun 7.1.6)
+def _directed(y, sg):
+    """``up(y)`` where ``sg = 1``, ``down(y)`` where ``sg = -1`` (:mod:`symbounds.core.outward`:
+    ``y +- (|y| 2^-51 + eta)``, a bound of the exact result of the one operation rounded to ``y``)."""
+    return y + sg * (np.abs(y) * 2.0**-51 + fo.ETA)
+
+
+@functools.lru_cache(maxsize=128)
+def _erf_plan(zceil: int) -> tuple[int, float, float, float]:
+    """``(N, T, f_lo, f_hi)`` for ``0 <= z <= zceil``: :func:`_erf_terms`, and the factors that turn
+    a Horner value computed in round-to-nearest into bounds: each of the ``3N`` operations
+    (``z p``, ``/ (2n+1)``, ``1 + .``) of positive operands has a relative error at most ``u``, so
+    the computed ``p^ = sum_n t_n prod (1 + delta)`` (at most ``3N`` factors a term) lies in
+    ``[S_N (1 - g), S_N (1 + g)]``, ``g = gamma_{3N} = 3Nu / (1 - 3Nu)`` (Higham, *Accuracy and
+    Stability*, Lemma 3.1), hence ``S_N in [p^ / (1 + g), p^ / (1 - g)]``, inside
+    ``[p^ f_lo, p^ f_hi]`` with ``f_lo = 1 - g`` and ``f_hi = 1 + 2g`` (``g <= 1/2``), both rounded
+    outward; an underflow's absolute error (at most ``3N eta``, against ``S >= 1``) is paid by
+    ``2^-1000`` added to ``g``."""
+    N, tail = _erf_terms(float(zceil))
+    m = 3 * N + 1
+    g = float(fo.up(float(fo.up(m * fo.U)) / float(fo.down(1.0 - m * fo.U)))) + 2.0**-1000
+    return N, tail, float(fo.down(1.0 - g)), float(fo.up(1.0 + 2.0 * g))
+
+
+def _erf_series(z, sg, zmax: float):
+    """``S(z) = sum_n z^n / (2n+1)!!`` bounded from above (``sg = 1``) or below (``sg = -1``), per
+    entry, for ``0 <= z <= zmax``: Horner's rule ``p <- 1 + z p / (2n + 1)`` from ``n = N`` down to
+    1 in round-to-nearest, times the factor of :func:`_erf_plan` in the entry's direction, the
+    tail of :func:`_erf_terms` added to the upper bounds (``S`` grows with ``z``, and ``z`` is
+    already rounded in the direction)."""
+    N, tail, f_lo, f_hi = _erf_plan(int(math.ceil(zmax)))
+    p = np.ones_like(z)
+    for n in range(N, 0, -1):
+        p = 1.0 + (z * p) / float(2 * n + 1)
+    return np.where(sg > 0, fo.up(fo.up(p * f_hi) + tail), fo.down(p * f_lo))
+
+
+#: entries with ``z = 2a^2`` up to this take the short series (about 40 terms), the others the long one
+_ERF_SPLIT = 8.0
+
+
+def erf_directed(x, upper):
+    """An upper bound of ``erf x`` where ``upper`` (a bool per entry, or one bool), else a lower
+    bound.  ``erf`` is odd, so the bound is taken at ``a = |x|`` in the direction ``upper XOR (x <
+    0)``.  For ``a >= 6``, ``erf a`` lies in ``[1 - 2^-53, 1]`` (``erfc 6 = 2.15e-17``, ``erfc``
+    decreasing).  Below, the series of positive terms (Abramowitz & Stegun 7.1.6)
 
         erf a = (2/sqrt pi) a e^(-a^2) S(2a^2),    S(z) = sum_{n >= 0} z^n / (1 . 3 ... (2n+1)),
 
-    by Horner's rule ``p <- 1 + z p / (2n + 1)`` from ``n = N`` down to 1, once with ``z`` and every
-    step rounded down, once rounded up (every operand positive, so the bounds are monotone), the
-    tail of :func:`_erf_terms` added to the upper one; ``e^(-a^2)`` from
-    :func:`outward.exp_bounds` at ``-up(a^2)`` and ``-down(a^2)``; ``2/sqrt pi`` as outward
-    doubles (200-bit Arb).  Relative error about ``12 N u``."""
+    with ``a^2`` rounded in the direction (down for an upper bound of ``e^(-a^2)``, up in ``S``),
+    ``e^(-a^2)`` from :func:`outward.exp_bounds`, ``2/sqrt pi`` as outward doubles (200-bit Arb),
+    :func:`_erf_series` (short for ``z <= 8``, long above), each product rounded in the direction.
+    Relative error about ``12 N u``."""
+    x = np.asarray(x, dtype=np.float64)
+    upper = np.broadcast_to(np.asarray(upper, dtype=bool), x.shape)
+    neg = x < 0
+    ua = upper ^ neg  # an upper bound of erf(|x|) is needed there
+    sg = np.where(ua, 1.0, -1.0)
     a = np.abs(x)
     big = ~(a < _ERF_BIG)  # NaN too (restored below)
     am = np.where(big, 0.0, a)
     sq = am * am
-    sql, sqh = np.maximum(fo.down(sq), 0.0), fo.up(sq)
-    zl, zh = 2.0 * sql, 2.0 * sqh
-    zmax = float(np.nanmax(zh)) if zh.size else 0.0
-    zmax = zmax if 0.0 <= zmax <= 80.0 else 80.0  # a < 6: z = 2 up(a^2) < 73
-    N, tail = _erf_terms(zmax)
-    pl, ph = np.ones_like(am), np.ones_like(am)
-    for n in range(N, 0, -1):
-        k = float(2 * n + 1)
-        ph = fo.up(1.0 + fo.up(fo.up(zh * ph) / k))
-        pl = fo.down(1.0 + fo.down(fo.down(zl * pl) / k))
-    ph = fo.up(ph + tail)
-    El, Eh = fo.exp_lower(-sqh), fo.exp_upper(-sql)
-    lo = fo.down(fo.down(fo.down(_C_ERF[0] * am) * El) * pl)
-    hi = fo.up(fo.up(fo.up(_C_ERF[1] * am) * Eh) * ph)
-    lo, hi = np.maximum(lo, 0.0), np.minimum(hi, 1.0)
-    lo, hi = np.where(big, _ERF_ONE_LO, lo), np.where(big, 1.0, hi)
-    neg = x < 0
-    lo, hi = np.where(neg, -hi, lo), np.where(neg, -lo, hi)
-    nan = np.isnan(x)
-    return np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
+    z = 2.0 * np.maximum(_directed(sq, sg), 0.0)  # S grows with z
+    small = z <= _ERF_SPLIT
+    S = np.empty_like(z)
+    if small.any():
+        S[small] = _erf_series(z[small], sg[small], _ERF_SPLIT)
+    if (~small).any():
+        zl = z[~small]
+        S[~small] = _erf_series(zl, sg[~small], min(float(np.max(zl)), 80.0))
+    sqe = np.maximum(_directed(sq, -sg), 0.0)  # e^(-a^2) falls with a^2
+    E = np.where(ua, fo.exp_upper(-sqe), fo.exp_lower(-sqe))
+    C = np.where(ua, _C_ERF[1], _C_ERF[0])
+    v = _directed(_directed(_directed(C * am, sg) * E, sg) * S, sg)
+    v = np.where(ua, np.minimum(v, 1.0), np.maximum(v, 0.0))
+    v = np.where(big, np.where(ua, 1.0, _ERF_ONE_LO), v)
+    v = np.where(neg, -v, v)
+    return np.where(np.isnan(x), np.nan, v)
+
+
+def erf_bounds(x):
+    """``(lo, hi)`` with ``lo <= erf x <= hi`` (:func:`erf_directed` both ways)."""
+    x = np.asarray(x, dtype=np.float64)
+    both = erf_directed(np.concatenate([x.ravel(), x.ravel()]),
+                        np.concatenate([np.zeros(x.size, dtype=bool), np.ones(x.size, dtype=bool)]))
+    return both[:x.size].reshape(x.shape), both[x.size:].reshape(x.shape)
 
 
 def _erf_deriv(x):
@@ -292,7 +343,8 @@ def _choose(bx: Boxes, tm: FTM, lo, hi, force=None) -> FTM:
     return FTM(np.where(use, c, tm.c), G, np.where(use, r, tm.r))
 
 
-def _unary(bx: Boxes, a: FTM, val, der, D1, M2, increasing: bool = True, centre_ok=None, domain_lo=None) -> FTM:
+def _unary(bx: Boxes, a: FTM, val, der, D1, M2, increasing: bool = True, centre_ok=None, domain_lo=None,
+           drange=None, hull=None) -> FTM:
     """``f(a)`` for a smooth ``f``.  With ``v = c + u`` a value of the model (``u = <g, delta> + e``,
     ``|e| <= r``, ``|u| <= dev``) and ``xi`` between ``c`` and ``v`` (Taylor, or the mean value):
 
@@ -308,11 +360,17 @@ def _unary(bx: Boxes, a: FTM, val, der, D1, M2, increasing: bool = True, centre_
     plus the rounding of ``g' g``.  Where ``f`` is monotone on the range ``[lo, hi]`` the hull
     ``[f(lo), f(hi)]`` (decreasing: ``[f(hi), f(lo)]``) encloses too, and the narrower of the two
     is kept per entry (:func:`_choose`); ``centre_ok`` False forces the hull.  ``domain_lo``
-    replaces the range's lower end (a known lower bound of the true values, ``eps`` of a norm)."""
+    replaces the range's lower end (a known lower bound of the true values, ``eps`` of a norm).
+    ``drange(lo, hi)`` bounds ``f'`` over the range, ``[pl, ph]``: then also
+    ``|f'(xi) - f'(c)| <= max(ph - dl, dh - pl)``, the local form of ``D1`` (first order in the
+    box's width, where the global one is not).  ``hull(lo, hi)`` replaces the monotone hull (a
+    function that is not monotone)."""
     lo, hi = bx.range(a)
     if domain_lo is not None:
         lo = np.maximum(lo, domain_lo)
-    if increasing:
+    if hull is not None:
+        hlo, hhi = hull(lo, hi)
+    elif increasing:
         hlo, hhi = val(lo)[0], val(hi)[1]
     else:
         hlo, hhi = val(hi)[0], val(lo)[1]
@@ -324,6 +382,9 @@ def _unary(bx: Boxes, a: FTM, val, der, D1, M2, increasing: bool = True, centre_
     dl, dh = der(cc)
     g, e1 = _mid(dl, dh)
     dev = bx.dev(a)
+    if drange is not None:
+        pl, ph = drange(lo, hi)
+        D1 = np.minimum(D1, np.maximum(fo.up(ph - dl), fo.up(dh - pl)))
     rho = np.minimum(fo.up(fo.up(M2 * fo.up(dev * dev)) * 0.5), fo.up(D1 * dev))
     rem = fo.up(e0 + fo.up(np.abs(g) * a.r))
     rem = fo.up(rem + fo.up(e1 * dev))
@@ -336,9 +397,33 @@ def _unary(bx: Boxes, a: FTM, val, der, D1, M2, increasing: bool = True, centre_
     return _choose(bx, tm, hlo, hhi, None if centre_ok is None else ~centre_ok)
 
 
+def _even_drange(der):
+    """``f'`` over ``[lo, hi]`` for ``f'`` even and falling in ``|x|`` (``tanh' = sech^2``,
+    ``sigma'``, ``erf'``): between ``f'`` at the largest ``|x|`` and at the smallest (0 where the
+    interval holds 0)."""
+
+    def rng(lo, hi):
+        amin = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+        amax = np.maximum(np.abs(lo), np.abs(hi))
+        return der(amax)[0], der(amin)[1]
+
+    return rng
+
+
+def _increasing_drange(der):
+    """``f'`` over ``[lo, hi]`` for an increasing ``f'`` (``softplus' = sigma``)."""
+    return lambda lo, hi: (der(lo)[0], der(hi)[1])
+
+
+_DRANGE = {"tanh": _even_drange(_tanh_deriv), "sigmoid": _even_drange(_sigmoid_deriv),
+           "erf": _even_drange(_erf_deriv), "softplus": _increasing_drange(sigmoid_bounds)}
+
+
 def _smooth(bx: Boxes, op: str, a: FTM) -> FTM:
-    """``sigmoid``, ``tanh``, ``erf``, ``softplus`` (increasing) by :func:`_unary`."""
-    return _unary(bx, a, _VALUES[op], _DERIVS[op], _D1[op], _M2[op])
+    """``sigmoid``, ``tanh``, ``erf``, ``softplus`` (increasing) by :func:`_unary`, with the local
+    bound of ``|f'(xi) - f'(c)|`` from ``f'`` over the range (:func:`_even_drange`,
+    :func:`_increasing_drange`)."""
+    return _unary(bx, a, _VALUES[op], _DERIVS[op], _D1[op], _M2[op], drange=_DRANGE[op])
 
 
 def _exp(bx: Boxes, a: FTM) -> FTM:
@@ -369,7 +454,8 @@ def _rsqrt(bx: Boxes, a: FTM, eps_lo: float) -> FTM:
         return -fo.up(0.5 * fo.up(fo.up(vh * vh) * vh)), -fo.down(0.5 * fo.down(fo.down(vl * vl) * vl))
 
     ok = (a.c >= l) & (a.c <= hi)
-    return _unary(bx, a, rsqrt_bounds, der, D1, M2, increasing=False, centre_ok=ok, domain_lo=eps_lo)
+    return _unary(bx, a, rsqrt_bounds, der, D1, M2, increasing=False, centre_ok=ok, domain_lo=eps_lo,
+                  drange=lambda lo_, hi_: (der(lo_)[0], der(hi_)[1]))  # f' rises with t
 
 
 def _const(vals) -> FTM:
@@ -379,11 +465,120 @@ def _const(vals) -> FTM:
     return FTM(m[None, :, None], None, r[None, :, None])
 
 
-def _gelu(bx: Boxes, a: FTM, inv_s) -> FTM:
-    """``x/2 (1 + erf(x / s))``: ``x`` times the ball of ``1/s``, :func:`_smooth` erf, ``+ 1``, the
-    product with ``x`` (first-order exact: ``c = c_x c_y``, ``g = g_x c_y + g_y c_x``), times 1/2."""
-    e = _smooth(bx, "erf", bx.scale(inv_s, a))
-    return bx.scale(_HALF, bx.mul(a, bx.add(e, _ONE)))
+_INV_SQRT_PI = _arb_bounds(lambda: 1 / flint.arb.pi().sqrt())
+#: GELU's derivative at its critical points ``x = s`` and ``x = -s`` (whatever ``s``:
+#: ``x e^(-x^2/s^2) / (s sqrt pi) = +-1/(e sqrt pi)`` there): its maximum and minimum
+_GELU_DMAX = _arb_bounds(lambda: (1 + flint.arb(1).erf()) / 2 + 1 / (flint.arb(1).exp() * flint.arb.pi().sqrt()))
+_GELU_DMIN = _arb_bounds(lambda: (1 - flint.arb(1).erf()) / 2 - 1 / (flint.arb(1).exp() * flint.arb.pi().sqrt()))
+
+
+def _gelu_min_unit() -> float:
+    """A lower bound of ``min_t t (1 + erf t) / 2`` (about -0.1200, at ``t = -0.53``): the minimum lies
+    in ``[-1, 0]`` (the function falls for ``t < -1`` and rises for ``t > 0``... below: quasi-convex
+    with its critical point in ``(-1, 0)``), where 256 Arb balls of width 1/256 bound it from below."""
+    with flint.ctx.workprec(100):
+        lows = []
+        for i in range(256):
+            t = flint.arb(flint.fmpq(-256 + i, 256)).union(flint.arb(flint.fmpq(-255 + i, 256)))
+            lows.append(arb_to_fraction((t * (1 + t.erf()) / 2).lower()))
+    m, r = fo.from_fraction(min(lows))
+    return float(fo.down(m - r))
+
+
+_GELU_GMIN = _gelu_min_unit()
+
+
+def _gelu_params(divisor) -> dict:
+    """The float constants of a GELU of divisor ``s`` (None: sqrt 2): the ball of ``1/s``,
+    ``s`` as outward doubles, ``K = 1/(s sqrt pi)`` likewise, and ``min f >= s_hi gmin``."""
+    if divisor is None:
+        s_lo, s_hi = _arb_bounds(lambda: flint.arb(2).sqrt())
+        inv_s = _INV_SQRT2
+    else:
+        m, r = _ball(Fraction(divisor))
+        s_lo, s_hi = float(fo.down(m - r)), float(fo.up(m + r))
+        inv_s = _ball(1 / Fraction(divisor))
+    im, ir = inv_s
+    k_lo = float(fo.down(float(fo.down(im - ir)) * _INV_SQRT_PI[0]))
+    k_hi = float(fo.up(float(fo.up(im + ir)) * _INV_SQRT_PI[1]))
+    if not (s_lo > 0 and k_lo > 0 and np.isfinite(s_hi) and np.isfinite(k_hi)):
+        raise ValueError("GELU's divisor is outside the float64 range")
+    return {"inv_s": inv_s, "s": (s_lo, s_hi), "K": (k_lo, k_hi), "fmin": float(fo.down(s_hi * _GELU_GMIN))}
+
+
+def _gelu_parts(x, P):
+    """``u = x/s`` in ``[ul, uh]`` and ``erf u`` in ``[El, Eh]`` (erf increasing)."""
+    m, r = P["inv_s"]
+    p = x * m
+    e = fo.up(np.abs(x) * r)
+    ul, uh = fo.down(fo.down(p) - e), fo.up(fo.up(p) + e)
+    n = ul.size
+    E = erf_directed(np.concatenate([ul.ravel(), uh.ravel()]),
+                     np.concatenate([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]))
+    return ul, uh, E[:n].reshape(ul.shape), E[n:].reshape(uh.shape)
+
+
+def _gelu_value(P):
+    """``f(x) = x/2 (1 + erf(x/s))`` at doubles: ``1 + erf`` in ``[max(0, down(1 + El)), up(1 + Eh)]``
+    times ``x`` (its larger end for ``x < 0``), halved, each product rounded outward."""
+
+    def val(x):
+        _, _, El, Eh = _gelu_parts(x, P)
+        ol, oh = np.maximum(fo.down(1.0 + El), 0.0), fo.up(1.0 + Eh)
+        pos = x >= 0
+        lo = np.where(pos, fo.down(x * ol), fo.down(x * oh))
+        hi = np.where(pos, fo.up(x * oh), fo.up(x * ol))
+        return fo.down(0.5 * lo), fo.up(0.5 * hi)
+
+    return val
+
+
+def _gelu_deriv(P):
+    """``f'(x) = (1 + erf(x/s))/2 + x K e^(-x^2/s^2)``, ``K = 1/(s sqrt pi)``: the first term from
+    the bounds of ``erf``, the second from ``u^2`` over ``[ul, uh]`` rounded outward, ``K``'s ends
+    and the sign of ``x``; met with ``[f'(-s), f'(s)]``."""
+    k_lo, k_hi = P["K"]
+
+    def der(x):
+        ul, uh, El, Eh = _gelu_parts(x, P)
+        fl, fh = fo.down(0.5 * fo.down(1.0 + El)), fo.up(0.5 * fo.up(1.0 + Eh))
+        straddle = (ul <= 0) & (uh >= 0)
+        a = np.where(straddle, 0.0, np.minimum(np.abs(ul), np.abs(uh)))
+        b = np.maximum(np.abs(ul), np.abs(uh))
+        gl, gh = fo.exp_lower(-fo.up(b * b)), fo.exp_upper(-fo.down(a * a))
+        pos = x >= 0
+        tl = np.where(pos, fo.down(fo.down(x * k_lo) * gl), fo.down(fo.down(x * k_hi) * gh))
+        th = np.where(pos, fo.up(fo.up(x * k_hi) * gh), fo.up(fo.up(x * k_lo) * gl))
+        return (np.maximum(fo.down(fl + tl), _GELU_DMIN[0]), np.minimum(fo.up(fh + th), _GELU_DMAX[1]))
+
+    return der
+
+
+def _gelu(bx: Boxes, a: FTM, P: dict) -> FTM:
+    """``x/2 (1 + erf(x / s))`` by :func:`_unary`, with ``f'' = e^(-x^2/s^2) (2 - 2x^2/s^2)/(s sqrt pi)``:
+    ``|f''| <= 2K`` (``|(2 - 2t) e^(-t)| <= 2`` for ``t >= 0``) and ``f'`` rising on ``[-s, s]``,
+    falling outside, so over ``[lo, hi]`` it lies between its values at the ends, met with
+    ``f'(s)`` (``f'(-s)``) where the interval holds ``s`` (``-s``); ``D1 = f'(s) - f'(-s)``.
+    The hull: ``f`` is quasi-convex (one minimum, in ``(-s, 0)``: ``f'(-s) < 0 < f'(0) = 1/2``), so
+    ``f <= max(f(lo), f(hi))``, ``f >= f(lo)`` for ``lo >= 0``, ``f >= f(hi)`` for ``hi <= -s``, and
+    ``f >= min(f(lo), f(hi), s min_t t (1 + erf t)/2)`` otherwise."""
+    val, der = _gelu_value(P), _gelu_deriv(P)
+    s_lo, s_hi = P["s"]
+
+    def drange(lo, hi):
+        (l0, h0), (l1, h1) = der(lo), der(hi)
+        pl, ph = np.minimum(l0, l1), np.maximum(h0, h1)
+        ph = np.where((lo <= s_hi) & (hi >= s_lo), _GELU_DMAX[1], ph)
+        pl = np.where((lo <= -s_lo) & (hi >= -s_hi), _GELU_DMIN[0], pl)
+        return pl, ph
+
+    def hull(lo, hi):
+        (l0, h0), (l1, h1) = val(lo), val(hi)
+        low = np.where(lo >= 0, l0, np.where(hi <= -s_hi, l1, np.minimum(np.minimum(l0, l1), P["fmin"])))
+        return low, np.maximum(h0, h1)
+
+    D1 = float(fo.up(_GELU_DMAX[1] - _GELU_DMIN[0]))
+    return _unary(bx, a, val, der, D1, float(fo.up(2.0 * P["K"][1])), drange=drange, hull=hull)
 
 
 def _gelu_tanh(bx: Boxes, a: FTM, k, al) -> FTM:
@@ -484,8 +679,7 @@ def _params(nd, width: int) -> dict:
         al = Fraction(p["alpha"])
         return {"alpha": _ball(al), "beta": _ball(1 - al)}
     if op == "gelu":
-        d = p.get("divisor")
-        return {"inv_s": _INV_SQRT2 if d is None else _ball(1 / Fraction(d))}
+        return _gelu_params(p.get("divisor"))
     if op == "gelu_tanh":
         k, a = p.get("k"), p.get("a")
         return {"k": _K_TANH if k is None else _ball(Fraction(k)),
@@ -601,7 +795,7 @@ def _node(bx: Boxes, nd, p: dict, args: list) -> FTM:
     if op in _VALUES:
         return _smooth(bx, op, a)
     if op == "gelu":
-        return _gelu(bx, a, p["inv_s"])
+        return _gelu(bx, a, p)
     if op == "gelu_tanh":
         return _gelu_tanh(bx, a, p["k"], p["a"])
     if op == "layer_norm":
