@@ -118,7 +118,7 @@ def main():
             lo, hi = [str(v - F(1, 20)) for v in c], [str(v + F(1, 20)) for v in c]
             for label, fast in (("float pass first", True), ("Arb only", False)):
                 t = time.perf_counter()
-                r = bound(g, lo, hi, fast=fast, max_boxes=4000)
+                r = bound(g, lo, hi, fast=fast, max_boxes=1000)
                 print(f"| {name} | {label} | {time.perf_counter() - t:.2f} | {r.boxes} | {r.evaluators} | "
                       f"[{float(r.lower[0]):.6g}, {float(r.upper[0]):.6g}] |")
 

@@ -21,9 +21,11 @@ The operations (each rule's formula is in its function's docstring):
 * smooth ``f`` by the Taylor rule of :func:`_unary` (value and derivative at the centre with
   proven float bounds, a global bound of ``f''`` or of the variation of ``f'``), met with the hull
   of ``f`` at the ends of the range where ``f`` is monotone: ``exp``, ``sigmoid``, ``tanh``,
-  ``softplus``, ``erf``; ``gelu`` and ``gelu_tanh`` composed from those (``x/2 (1 + erf(x/s))``,
-  ``x/2 (1 + tanh(k (x + a x^3)))``, each step rounded outward; the products are first order
-  exact, so the composition is first-order tight);
+  ``softplus``, ``erf``; ``gelu`` (``x/2 (1 + erf(x/s))``) by the same rule with its own
+  bounds (:func:`_gelu`: ``f'`` over the range from its ends and its extremes ``f'(+-s)``,
+  ``|f''| <= 2/(s sqrt pi)``, the quasi-convex hull); ``gelu_tanh`` composed from products and
+  tanh (``x/2 (1 + tanh(k (x + a x^3)))``, each step rounded outward; the products are first
+  order exact, so the composition is first-order tight);
 * ``layer_norm`` and ``rms_norm``: the deviations ``x_i - mu`` formed first as models (the common
   linear part cancels), the mean of their products, ``+ eps``, and ``t^(-1/2)`` by
   :func:`_rsqrt` on ``[max(lo, eps), hi]`` (the true value is at least ``eps``).
