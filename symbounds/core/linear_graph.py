@@ -54,7 +54,7 @@ from .contexts import BallContext
 from .exact import arb_to_fraction
 from .taylor import TaylorContext
 
-__all__ = ["linear_graph_bounds", "SMALL_ENTRIES", "small_graph"]
+__all__ = ["linear_graph_bounds", "linear_graph_objective_bounds", "SMALL_ENTRIES", "small_graph"]
 
 #: pieces of ``[l, u]`` on which ``f - s x`` is enclosed first, the most evaluations per end, and
 #: the tolerance (a part of the function's variation over ``[l, u]``) at which the halving stops
@@ -236,6 +236,12 @@ def _q(v) -> flint.arb:
     return flint.arb(v.numerator) / v.denominator if isinstance(v, Fraction) else flint.arb(v)
 
 
+def _start_entry(a: Fraction) -> flint.arb:
+    """An objective's coefficient as the pass starts from it: a ball holding the exact rational
+    ``a`` (rounded outward at the current precision)."""
+    return _q(a)
+
+
 def _affine_op(name, src, W, b, forward=None):
     """``W x + b`` from exact rational ``W`` (rows) and ``b`` (balls made at the caller's precision)."""
     Wm = flint.arb_mat([[_q(v) for v in row] for row in W])
@@ -348,14 +354,45 @@ class _Bounds:
         """``[(lower, upper)]`` (exact balls, None where not finite) of every entry of ``name`` (row
         by row), ops ``0 .. upto - 1`` substituted, the best of the passes of :data:`MODES` (one
         pass when no undecided ReLU and no product lies before)."""
-        many = any(op.kind == "bilinear" or any(r.through0 for r in self.relax.get(op.name, ()))
-                   for op in self.ops[:upto])
         # a pass per row: objectives on one row only (an op that mixes rows, attention, enters as its
         # Taylor model in every input, so the other rows' coefficients stay None)
         groups = [[t] for t in range(self.rows[name])]
+        return self._best(upto, lambda mode: [e for rows in groups for e in self._pass(name, upto, mode, rows)])
+
+    def objective_bounds(self, rows: list):
+        """``[(lower, upper)]`` (exact balls, None where not finite) of ``<c, Y>`` for each row ``c``
+        of ``rows`` (exact rationals over the graph's outputs, row by row ``Y[t, j]``): one backward
+        pass started from the objectives themselves, ``c`` and ``-c`` (each entry a ball holding
+        the exact rational, so the start is rounded outward), the best of :data:`MODES`.  The
+        outputs' correlation cancels in the pass, where combining the per-output bounds
+        ``sum_j c_j [l_j, u_j]`` loses it (``y1 - y2`` with ``y1 = y2 + small``)."""
+        name = self.g.output
+        T, w = self.rows[name], self.width[name]
+        K = 2 * len(rows)
+        start = [None] * T
+        for e, c in enumerate(rows):
+            for i, a in enumerate(c):
+                if a == 0:
+                    continue
+                t, j = divmod(i, w)
+                if start[t] is None:
+                    start[t] = flint.arb_mat(K, w)
+                v = _start_entry(Fraction(a))
+                start[t][2 * e, j] = v
+                start[t][2 * e + 1, j] = -v
+        if all(M is None for M in start):  # every objective is 0
+            zero = flint.arb(0)
+            return [(zero, zero) for _ in rows]
+        return self._best(len(self.ops), lambda mode: self._pass(name, len(self.ops), mode, None, start))
+
+    def _best(self, upto: int, run):
+        """Entry by entry, the tightest of the passes ``run(mode)`` of :data:`MODES` (one pass when
+        no undecided ReLU and no product lies before op ``upto``)."""
+        many = any(op.kind == "bilinear" or any(r.through0 for r in self.relax.get(op.name, ()))
+                   for op in self.ops[:upto])
         best = None
         for mode in (MODES if many else MODES[:1]):
-            out = [e for rows in groups for e in self._pass(name, upto, mode, rows)]
+            out = run(mode)
             if best is None:
                 best = out
                 continue
@@ -368,20 +405,26 @@ class _Bounds:
                 best[e] = (o[0] if o[0] > b[0] else b[0], o[1] if o[1] < b[1] else b[1])
         return best
 
-    def _pass(self, name: str, upto: int, mode: int, tokens: list):
+    def _pass(self, name: str, upto: int, mode: int, tokens: list, start: list | None = None):
         """One backward pass: the bounds of the entries of ``name`` in rows ``tokens`` (the other
-        rows' coefficients stay None: no op before ``upto`` mixes rows when ``tokens`` is one row)."""
+        rows' coefficients stay None: no op before ``upto`` mixes rows when ``tokens`` is one row);
+        or, with ``start`` (one ``K x w`` ball matrix or None per row of ``name``, rows ``2e`` and
+        ``2e + 1`` an objective ``c_e`` and ``-c_e``), the bounds of the objectives ``<c_e, Y>``."""
         g = self.g
         T, w = self.rows[name], self.width[name]
-        K = 2 * len(tokens) * w
-        lam = {name: [None] * T}
-        for q, t in enumerate(tokens):
-            M = flint.arb_mat(K, w)
-            for j in range(w):
-                e = q * w + j
-                M[2 * e, j] = 1
-                M[2 * e + 1, j] = -1
-            lam[name][t] = M
+        if start is None:
+            K = 2 * len(tokens) * w
+            lam = {name: [None] * T}
+            for q, t in enumerate(tokens):
+                M = flint.arb_mat(K, w)
+                for j in range(w):
+                    e = q * w + j
+                    M[2 * e, j] = 1
+                    M[2 * e + 1, j] = -1
+                lam[name][t] = M
+        else:
+            K = next(M for M in start if M is not None).nrows()
+            lam = {name: list(start)}
         self.const = flint.arb_mat(K, 1)
         self.coef = flint.arb_mat(K, self.n)
         for op in reversed(self.ops[:upto]):
@@ -401,7 +444,7 @@ class _Bounds:
                         const[k, 0] += a * self.ctx.x0[i]
                         coef[k, i] += a
         out = []
-        for e in range(len(tokens) * w):
+        for e in range(K // 2):
             ends = []
             for k in (2 * e, 2 * e + 1):
                 v = const[k, 0]
@@ -595,16 +638,32 @@ def _forward(graph, ops, ctx: TaylorContext) -> dict:
 def linear_graph_bounds(graph, centre, half, prec: int = 128):
     """``[(lower, upper)]`` (exact balls, the outputs row by row) of the graph over the box
     ``centre +- half``, or None where a bound is not finite (see the module docstring)."""
+    return _run(graph, centre, half, prec, None)[0]
+
+
+def linear_graph_objective_bounds(graph, centre, half, rows: list, prec: int = 128):
+    """``(outputs, objectives)`` over the box ``centre +- half``: the bounds of
+    :func:`linear_graph_bounds`, and ``[(lower, upper)]`` (exact balls) of ``<c, Y>`` for each row
+    ``c`` of ``rows`` (exact rationals, one per output, row by row), the backward pass started
+    from ``c`` itself (:meth:`_Bounds.objective_bounds`); either is None where a bound is not
+    finite.  The relaxations are found once for both."""
+    return _run(graph, centre, half, prec, rows)
+
+
+def _run(graph, centre, half, prec: int, rows):
     ctx = TaylorContext(prec, centre, half)
     with ctx.scope():
         ops = _ops(graph)
         try:
             vals = _forward(graph, ops, ctx)
         except (ZeroDivisionError, ValueError, TypeError):
-            return None
+            return None, None
         b = _Bounds(graph, ops, ctx, vals)
         for op in ops:
             if op.kind in ("unary", "relu", "bilinear") and not b.relax_op(op, prec):
-                return None
+                return None, None
         out = b.bounds(graph.output, len(ops))
-    return None if any(e is None for e in out) else out
+        objs = b.objective_bounds(rows) if rows else None
+    out = None if any(e is None for e in out) else out
+    objs = None if objs is None or any(e is None for e in objs) else objs
+    return out, objs
