@@ -8,7 +8,9 @@ every target of a Hölder class):
 
 * **Enclosures.**  :class:`BoxEvaluator` encloses the outputs ``T(x)``, ``x in B``, over each box
   ``B = x0 +- h``: in outward-rounded float64 first-order Taylor models over a batch of boxes at
-  once where the model supports it (:mod:`symbounds.core.float_boxes`), else (or where the floats
+  once where the model supports it (:mod:`symbounds.core.float_boxes`; a layer graph's:
+  :mod:`symbounds.core.float_graph`, where a box keeps its float enclosure alone when that decides
+  it and is enclosed in Arb too, the two met, when it does not), else (or where the floats
   fail) in Arb Taylor models (:mod:`symbounds.core.taylor`) met with plain Arb balls (one ball
   per input side), either alone where the other fails -- and in Arb as well where a box's float
   enclosure is not a tenth narrower than its parent's (the float rounding dominates there); a box that is a single point is
@@ -289,7 +291,13 @@ def _dyadic_measure(dy, axes) -> Fraction:
 
 def float_evaluator(model, prec: int):
     """The model's float box evaluator with its one-off setup done, or None when the float path
-    does not apply or cannot enclose the setup (then every box is evaluated in Arb balls)."""
+    does not apply or cannot enclose the setup (then every box is evaluated in Arb balls).  A layer
+    graph's is :class:`symbounds.core.float_graph.FloatGraphEvaluator` (None when an operation the
+    output reads has no float rule)."""
+    if isinstance(model, Graph):
+        from .float_graph import evaluator as graph_evaluator
+
+        return graph_evaluator(model)
     fast = evaluator(model, prec)
     if fast is not None:
         try:
@@ -395,7 +403,7 @@ class BoxEvaluator:
         #: backward linear bounds met with the float pass (:mod:`symbounds.core.linear_bounds`):
         #: True, False, or "auto" (on for networks small enough that it costs a few float passes)
         self.linear = None
-        if linear and self.fast is not None:
+        if linear and self.fast is not None and not isinstance(model, Graph):
             from .linear_bounds import linear_evaluator
 
             lin = linear_evaluator(model, self.prec, self.fast)
@@ -414,10 +422,21 @@ class BoxEvaluator:
         self.batch = FLOAT_BATCH if self.fast is not None else ARB_BATCH
         self.descent = (3, 12) if self.fast is not None else (1, 4)
 
+    #: :meth:`enclose` takes the problem's ``decide`` (:func:`search` passes it)
+    takes_decide = True
+
     # --- rigorous -------------------------------------------------------------------------------
-    def enclose(self, boxes: list, parents: list | None = None, deadline: float | None = None) -> list:
+    def enclose(self, boxes: list, parents: list | None = None, deadline: float | None = None,
+                decide=None) -> list:
         """``[Enclosure or None]``, each met with its parent's (None: nothing encloses the box and
-        it has no parent's).  Past ``deadline`` the remaining Arb boxes keep their parents'."""
+        it has no parent's).  Past ``deadline`` the remaining Arb boxes keep their parents'.
+
+        A layer graph's boxes go through the float pass first (:mod:`symbounds.core.float_graph`);
+        a box keeps its float enclosure alone where ``decide(box, enclosure met with the
+        parent's)`` is not UNDECIDED, and is enclosed in Arb as well (Taylor models, balls, the
+        backward linear bounds) and met with the float enclosure everywhere else: where the floats
+        fail or do not decide it, and on every box when no ``decide`` is given (a fixed partition,
+        a certificate's check), so the enclosure is never wider than without the float pass."""
         parents = parents or [None] * len(boxes)
         out: list = [None] * len(boxes)
         arb = []
@@ -429,6 +448,24 @@ class BoxEvaluator:
                     out[i] = e
                 else:
                     arb.append(i)
+        if self.fast is not None and wide and isinstance(self.model, Graph):
+            los, his = [boxes[i].lo for i in wide], [boxes[i].hi for i in wide]
+            lo, hi, ok = self.fast.ranges(los, his)
+            for k, i in enumerate(wide):
+                if not ok[k]:
+                    arb.append(i)
+                    continue
+                out[i] = Enclosure(tuple(Fraction(float(v)) for v in lo[k]), tuple(Fraction(float(v)) for v in hi[k]),
+                                   "float")
+                if decide is None or decide(boxes[i], out[i].meet(parents[i])) is Verdict.UNDECIDED:
+                    arb.append(i)
+            for i in sorted(arb):
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                a = self._arb(boxes[i])
+                if a is not None:
+                    out[i] = a if out[i] is None else a.meet(out[i])
+            return self._with_parents(out, parents)
         if self.fast is not None and wide:
             los, his = [boxes[i].lo for i in wide], [boxes[i].hi for i in wide]
             lo, hi, ok, _, _, _ = self.fast.enclose(los, his)
@@ -452,6 +489,10 @@ class BoxEvaluator:
             a = self._arb(boxes[i])
             if a is not None:
                 out[i] = a.meet(out[i])
+        return self._with_parents(out, parents)
+
+    def _with_parents(self, out: list, parents: list) -> list:
+        """Each enclosure met with its parent's (the parent's alone where there is none), counted."""
         for i, e in enumerate(out):
             p = parents[i]
             if e is None:
@@ -540,10 +581,20 @@ class BoxEvaluator:
         """``(P, k)`` float approximations of the outputs at exact points (NaN where no value)."""
         if not points:
             return np.zeros((0, 1))
+        if self.fast is not None and isinstance(self.model, Graph):
+            lo, hi, ok = self.fast.ranges(points, points)
+            with np.errstate(invalid="ignore"):
+                y = (lo + hi) / 2
+            for i in np.flatnonzero(~ok):  # the floats failed there: balls
+                y[i] = self._sample_balls([points[i]])[0]
+            return y
         if self.fast is not None:
             lo, hi, ok = self.fast.ranges(points, points)
             y = np.where(ok, (np.asarray(lo) + np.asarray(hi)) / 2, np.nan)
             return y.reshape(-1, 1)
+        return self._sample_balls(points)
+
+    def _sample_balls(self, points: list) -> np.ndarray:
         ball = BallContext(64)
         rows = []
         for x in points:
@@ -863,6 +914,8 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
     heap: list = []
     tick = 0
     stopped = None
+    # an evaluator that encloses in stages (floats first) is told what decides a box
+    decides = {"decide": problem.decide} if getattr(ev, "takes_decide", False) else {}
 
     def finish(verdict, cex=None, opened=()):
         frac = done_volume / total if total else Fraction(int(not opened and verdict is not Verdict.REFUTED))
@@ -928,7 +981,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
         if done is not None:
             return done
     else:
-        encs = ev.enclose(starts, deadline=None)
+        encs = ev.enclose(starts, deadline=None, **decides)
         evaluated += len(starts)
         if initial is not None and problem.probe:
             cs = [b.centre for b in starts]
@@ -990,7 +1043,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
             hit = _probe(problem, ev, cs, ys)
             if hit is not None:
                 return finish(Verdict.REFUTED, hit, still_open(pick))
-        encs = ev.enclose(children, parents, deadline)
+        encs = ev.enclose(children, parents, deadline, **decides)
         evaluated += len(children)
         if problem.probe:
             _remember(pool, cs, ys, problem)

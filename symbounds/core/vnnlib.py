@@ -453,8 +453,9 @@ def counterexample_at(model: Transformer, spec: Spec, x, prec: int):
 
 
 class StagedEvaluator(BoxEvaluator):
-    """A layer graph's evaluator for a property: each box is enclosed in Arb Taylor models and balls
-    first (met with its parent's), and only where ``decide`` leaves that enclosure undecided is it
+    """A layer graph's evaluator for a property: each box is enclosed in the float pass first
+    (:mod:`symbounds.core.float_graph`), and where that does not decide it in Arb Taylor models and
+    balls as well (met with it and with its parent's), and only where ``decide`` leaves that enclosure undecided is it
     met with the backward linear bounds as well (of every output and, with ``rows``, of each row
     ``c``: :func:`symbounds.core.search.meet_graph_linear`) -- the linear relaxations of smooth
     activations cost tens of Taylor passes, and most boxes of an easy property need none.  A
@@ -465,8 +466,12 @@ class StagedEvaluator(BoxEvaluator):
         self.staged, self.graph_linear = self.graph_linear, False
         self._decide = decide
 
-    def enclose(self, boxes, parents=None, deadline=None):
-        out = super().enclose(boxes, parents, deadline)
+    def enclose(self, boxes, parents=None, deadline=None, decide=None):
+        """The float pass first (:meth:`BoxEvaluator.enclose` with ``decide``: a box it settles
+        keeps that enclosure), Arb Taylor models and balls met with it on the others (on every box
+        when ``decide`` is None, a certificate's check), then the linear bounds where the
+        property's own ``decide`` does not prove the result."""
+        out = super().enclose(boxes, parents, deadline, decide=decide)
         if not self.staged:
             return out
         from .search import meet_graph_linear

@@ -246,7 +246,7 @@ def test_bound_meets_linear_bounds_with_taylor_models():
            "output": "y"}
     g = graph_from_json(doc)
     lo, hi = ["-1", "-1"], ["1", "1"]
-    plain = bound(g, lo, hi, split=0, linear=False)
+    plain = bound(g, lo, hi, split=0, linear=False, fast=False)  # the Arb Taylor models alone
     lin = bound(g, lo, hi, split=0, linear=True)
     assert lin.method == "linear"
     assert plain.lower[0] <= lin.lower[0] and lin.upper[0] <= plain.upper[0]
@@ -279,7 +279,7 @@ def test_layer_norm_is_relaxed_through_its_products():
     ((lo, hi),) = lg.linear_graph_bounds(g, c, h)
     ends = [str(a - b) for a, b in zip(c, h)], [str(a + b) for a, b in zip(c, h)]
     with pytest.raises(BoundUndecided):
-        bound(g, *ends, split=0, linear=False)
+        bound(g, *ends, split=0, linear=False, fast=False)  # the Arb Taylor models and balls alone
     lin = bound(g, *ends, split=0, linear=True)
     assert lin.method == "linear" and lin.lower[0] <= lg._frac(lo) and lg._frac(hi) <= lin.upper[0]
     ball = BallContext(300)
