@@ -15,12 +15,14 @@ from .verify import check
 __all__ = ["Rejected", "Unreadable", "check", "check_file", "read_json"]
 
 
-def check_file(path: str, progress=None) -> tuple[bool, str]:
-    """``(True, summary)`` or ``(False, reason)``; :class:`Unreadable` if it is no certificate file."""
+def check_file(path: str, progress=None, workers: int = 1) -> tuple[bool, str]:
+    """``(True, summary)`` or ``(False, reason)``; :class:`Unreadable` if it is no certificate file.
+    ``workers`` processes share the boxes of a ``symbounds-certificate/1``."""
     cert = read_json(path)
     try:
-        proper = isinstance(cert, dict) and cert.get("format") == PROPERTY_FORMAT
-        return True, (check_property if proper else check)(cert, progress)
+        if isinstance(cert, dict) and cert.get("format") == PROPERTY_FORMAT:
+            return True, check_property(cert, progress)
+        return True, check(cert, progress, workers=workers)
     except Rejected as e:
         return False, str(e)
     except (ArithmeticError, ValueError, TypeError, RecursionError) as e:

@@ -1,4 +1,4 @@
-"""``python -m symbounds_kernel CERT.json``: exit 0 accepted, 1 rejected, 2 unreadable."""
+"""``python -m symbounds_kernel [--workers N] CERT.json``: exit 0 accepted, 1 rejected, 2 unreadable."""
 
 import sys
 
@@ -7,11 +7,14 @@ from . import Unreadable, check_file
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m symbounds_kernel CERT.json", file=sys.stderr)
+    workers = 1
+    if len(args) == 3 and args[0] == "--workers" and args[1].isdigit() and 1 <= int(args[1]) <= 256:
+        workers, args = int(args[1]), args[2:]
+    if len(args) != 1 or args[0].startswith("--"):
+        print("usage: python -m symbounds_kernel [--workers N (1..256)] CERT.json", file=sys.stderr)
         return 2
     try:
-        ok, reason = check_file(args[0])
+        ok, reason = check_file(args[0], workers=workers)
     except Unreadable as e:
         print(f"symbounds_kernel: unreadable: {e}", file=sys.stderr)
         return 2

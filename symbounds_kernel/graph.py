@@ -296,7 +296,7 @@ def _attend(p, X, h, d):
             ks, row = [seq[c] for c in keys[jp]], []
             for i in range(H):
                 s = [_dot(Q[j][i * dk:(i + 1) * dk], K[c][i * dk:(i + 1) * dk], h, d) for c in ks]
-                e, inv = _hardmax(s, h, d) if scale is None else _softmax(
+                e, inv, _ = _hardmax(s, h, d) if scale is None else _softmax(
                     [tm.lin([(scale, t)], arb(0), d) for t in s], h, d)
                 for a in range(i * dv, (i + 1) * dv):
                     acc = tm.const(arb(0), d)

@@ -22,7 +22,9 @@ from fractions import Fraction
 
 from flint import arb, arb_mat
 
-from . import taylor as tm
+from . import hull, taylor as tm
+from .affine import affine_softmax
+from .tail import Tail
 from .read import Rejected, number
 
 
@@ -147,6 +149,7 @@ class Network:
             self.need[i] = _reads(self.layers[i + 1], self.need[i + 1]) if i + 1 < len(self.layers) else self.need[-1]
         self.need_in = _reads(self.layers[self.start], self.need[self.start]) if self.start < len(self.layers) else {
             self.readout[0]}
+        self.tail = Tail(self) if Tail.applies(self) else None
 
     @staticmethod
     def _constant_scores(layer, B):
@@ -156,19 +159,15 @@ class Network:
     @staticmethod
     def _affine_attention(layer, A, B, record=None):
         """``rho Z + sum_h W_O W_V Z pi_h^T`` for ``Z = A + sum x_i B_i`` with constant ``pi_h``:
-        ``pi_h[j, k] = e_jk / t_j``, so column ``j`` of ``W_O W_V Z e^T`` is divided by ``t_j``
-        (each head's rows ``(e_j, t_j)`` are appended to ``record`` if given)."""
+        ``pi_h[j, k] = e_jk / t_j``, so column ``j`` of ``W_O W_V Z e^T`` is divided by ``t_j``.
+        A softmax layer goes through :func:`.affine.affine_softmax` (values of small support,
+        shared normalisers); with ``record``, each head's rows ``(e_j, t_j)`` are appended to it."""
         _, kind, skip, tau, heads, _ = layer
+        if kind == "softmax" and record is None:
+            return affine_softmax(layer, A, B, lambda *H: _head(kind, tau, H, [A] + B))
         A2, B2 = A * _ball(skip), [b * _ball(skip) for b in B]
-        for WQ, WK, WV, WO in heads:
-            S = ((_mat(WQ) * A).transpose() * (_mat(WK) * A) * (1 / _ball(tau))).tolist()
-            rows = [_weights(kind, row) for row in S]
-            if record is not None:
-                record.append(rows)
-            Et = arb_mat([e for e, _ in rows]).transpose()
-            OV = _mat(WO) * _mat(WV)
-            parts = [(OV * Z * Et).tolist() for Z in [A] + B]
-            parts = [arb_mat([[v / t for v, (_, t) in zip(row, rows)] for row in P]) for P in parts]
+        for H in heads:
+            parts = _head(kind, tau, H, [A] + B, record)
             A2, B2 = A2 + parts[0], [b2 + p for b2, p in zip(B2, parts[1:])]
         return A2, B2
 
@@ -184,19 +183,37 @@ class Network:
         C = self.A
         for x, Bi in zip(x0, self.B):
             C = C + Bi * x
-        Z = [[tm.TM(c, [Bi[r][j] for Bi in self.Bl], arb(0)) if r in self.need_in else None
-              for j, c in enumerate(row)] for r, row in enumerate(C.tolist())]
-        cols = list(range(len(Z[0])))
+        cols, extra = list(range(C.ncols())), None
+        if self.tail is not None:
+            cols, extra = self.tail.split([_ball(a).union(_ball(b)) for a, b in zip(lo, hi)], self.readout[1])
+        Z = [[tm.TM(C[r, j], [Bi[r][j] for Bi in self.Bl], arb(0)) for j in cols] if r in self.need_in else
+             [None] * len(cols) for r in range(C.nrows())]
         for i in range(self.start, len(self.layers)):
             layer = self.layers[i]
             if layer[0] == "ffn":
                 Z = [list(c) for c in zip(*[_ffn(layer, z, h, d, self.need[i]) for z in zip(*Z)])]
             else:
-                queries = [cols.index(self.readout[1])] if i == self.last_attention else range(len(cols))
-                Z = _attention(layer, Z, queries, h, d, self.need[i])
-                if i == self.last_attention:
+                last = i == self.last_attention
+                queries = [cols.index(self.readout[1])] if last else range(len(cols))
+                Z = _attention(layer, Z, queries, h, d, self.need[i], last, extra if last else None)
+                if last:
                     cols = [self.readout[1]]
         return Z[self.readout[0]][cols.index(self.readout[1])], h
+
+
+def _head(kind, tau, H, Z, record=None):
+    """One head's ``W_O W_V M E^T / t`` for each ``M`` of ``Z`` (``Z[0]`` the constant part), every
+    score of its ``n x n`` computed."""
+    WQ, WK, WV, WO = H
+    A = Z[0]
+    S = ((_mat(WQ) * A).transpose() * (_mat(WK) * A) * (1 / _ball(tau))).tolist()
+    rows = [_weights(kind, row) for row in S]
+    if record is not None:
+        record.append(rows)
+    Et = arb_mat([e for e, _ in rows]).transpose()
+    OV = _mat(WO) * _mat(WV)
+    parts = [(OV * M * Et).tolist() for M in Z]
+    return [arb_mat([[v / t for v, (_, t) in zip(row, rows)] for row in P]) for P in parts]
 
 
 def _weights(kind, scores):
@@ -231,27 +248,43 @@ def _ffn(layer, z, h, d, need):
             for r in range(len(Lin))]
 
 
-def _attention(layer, Z, queries, h, d, need):
-    """The attention layer on Taylor models, for the query columns ``queries`` and rows ``need`` only."""
+def _attention(layer, Z, queries, h, d, need, last=False, extra=None):
+    """The attention layer on Taylor models, for the query columns ``queries`` and rows ``need`` only.
+
+    Each head's weighted values are ``A = m + (sum_k e_k (V_k - m)) (1/N)`` for ``pi = e / N``:
+    as ``sum_k pi_k = 1`` exactly, ``A = sum_k pi_k V_k`` for any ``m`` (per value row, here the
+    values' mean weighted by the centres of ``e``), so each weight's rest is multiplied by
+    ``|V_k - m|``, small on the tokens that carry the weight, and ``1/N`` once after the sum.  In
+    the ``last`` attention layer a softmax head's ``A`` is met with its convex hull (:mod:`.hull`);
+    not earlier, where a model without gradient would widen a later exponential.  ``extra[h]``:
+    head ``h``'s tail token (score ball, value balls; :mod:`.tail`) or None."""
     _, kind, skip, tau, heads, sparse = layer
     cols = list(zip(*Z))
     rho, inv_tau = _ball(skip), 1 / _ball(tau)
     out = [[(tm.lin([(rho, cols[j][r])], arb(0), d) if skip else tm.const(arb(0), d)) if r in need else None
             for j in queries] for r in range(len(Z))]
-    for H, (WQ, WK, WV, WO) in zip(heads, sparse):
+    for hi, (H, (WQ, WK, WV, WO)) in enumerate(zip(heads, sparse)):
         if not any(H[3][r][c] for r in need for c in range(len(H[3][0]))):
             continue
         keys = [[tm.lin([(w, z[j]) for j, w in row], arb(0), d) for row in WK] for z in cols]
         vals = [[tm.lin([(w, z[j]) for j, w in row], arb(0), d) for row in WV] for z in cols]
+        tail = extra[hi] if extra else None
+        if tail:
+            vals.append([tm.const(v, d) for v in tail[1]])
         for qi, j in enumerate(queries):
             q = [tm.lin([(w * inv_tau, cols[j][c]) for c, w in row], arb(0), d) for row in WQ]
-            s = [_dot(q, k, h, d) for k in keys]
-            e, inv = _softmax(s, h, d) if kind == "softmax" else _hardmax(s, h, d)
+            s = [_dot(q, k, h, d) for k in keys] + ([tm.const(tail[0], d)] if tail else [])
+            e, inv, u = _softmax(s, h, d, last) if kind == "softmax" else _hardmax(s, h, d)
+            kept = [(p, val) for p, val in zip(e, vals) if p is not None]
+            total = sum((p.c for p, _ in kept), arb(0))
+            m = [(sum((p.c * val[a].c for p, val in kept), arb(0)) / total).mid() for a in range(len(WV))]
+            m = [c if c.is_finite() else arb(0) for c in m]
             v = [tm.const(arb(0), d) for _ in WV]
-            for p, val in zip(e, vals):
-                if p is not None:
-                    v = [tm.add(a, tm.mul(p, b, h)) for a, b in zip(v, val)]
-            v = [tm.mul(a, inv, h) for a in v]
+            for p, val in kept:
+                v = [tm.add(acc, tm.mul(p, tm.lin([(arb(1), b)], -c, d), h)) for acc, b, c in zip(v, val, m)]
+            v = [tm.lin([(arb(1), tm.mul(acc, inv, h))], c, d) for acc, c in zip(v, m)]
+            if u is not None:
+                v = [hull.meet(t, u, [val[a] for val in vals], h) for a, t in enumerate(v)]
             for r, row in enumerate(WO):
                 if r in need:
                     out[r][qi] = tm.lin([(arb(1), out[r][qi])] + [(w, v[c]) for c, w in row], arb(0), d)
@@ -265,21 +298,23 @@ def _dot(q, k, h, d):
     return s
 
 
-def _softmax(s, h, d):
-    """``(e, 1 / sum e)`` with ``e_k = exp(s_k - m - ell)``: ``m`` the largest centre and ``ell``
-    the centre weights' average of the linear parts (exact balls; any choice gives the softmax)."""
+def _softmax(s, h, d, caps=False):
+    """``(e, 1 / sum e, u)`` with ``e_k = exp(a_k)``, ``a_k = s_k - m - ell``: ``m`` the largest
+    centre and ``ell`` the centre weights' average of the linear parts (exact balls; any choice
+    gives the softmax); with ``caps`` the weights' upper bounds ``u`` over the box (:func:`.hull.caps`)."""
     m = max(arb(t.c.mid()) for t in s)
     w = [(arb(t.c.mid()) - m).exp() for t in s]
     total = sum(w, arb(0))
     ell = [arb((sum((wk * t.g[i].mid() for wk, t in zip(w, s)), arb(0)) / total).mid()) for i in range(d)]
-    e = [tm.exp(tm.TM(t.c - m, [g - a for g, a in zip(t.g, ell)], t.r), h) for t in s]
-    return e, tm.recip(tm.lin([(arb(1), t) for t in e], arb(0), d), h)
+    a = [tm.TM(t.c - m, [g - x for g, x in zip(t.g, ell)], t.r) for t in s]
+    e = [tm.exp(t, h) for t in a]
+    return e, tm.recip(tm.lin([(arb(1), t) for t in e], arb(0), d), h), hull.caps(a, h) if caps else None
 
 
 def _hardmax(s, h, d):
-    """``(e, 1)`` with ``e`` one-hot at the score that exceeds every other over the whole box."""
+    """``(e, 1, None)`` with ``e`` one-hot at the score that exceeds every other over the whole box."""
     ends = [(t.c - tm.spread(t, h), t.c + tm.spread(t, h)) for t in s]  # not a union: its radius is rounded
     top = [k for k, (lo, _) in enumerate(ends) if all(lo > hi for j, (_, hi) in enumerate(ends) if j != k)]
     if len(top) != 1:
         raise ArithmeticError("a hardmax row whose winner is not decided over the box")
-    return [tm.const(arb(1), d) if k == top[0] else None for k in range(len(s))], tm.const(arb(1), d)
+    return [tm.const(arb(1), d) if k == top[0] else None for k in range(len(s))], tm.const(arb(1), d), None

@@ -56,8 +56,9 @@ def _get(obj, key, typ, what="certificate"):
     return v
 
 
-def check(cert, progress=None) -> str:
-    """Accept ``cert`` (returns a one-line summary) or raise :class:`Rejected` with the reason."""
+def check(cert, progress=None, workers=1) -> str:
+    """Accept ``cert`` (returns a one-line summary) or raise :class:`Rejected` with the reason;
+    ``workers`` processes share the boxes."""
     if not isinstance(cert, dict) or cert.get("format") not in FORMATS:
         raise Rejected(f"unknown format {str(cert.get('format') if isinstance(cert, dict) else None)[:40]!r}")
     if cert["format"] == FORMATS[1]:
@@ -91,14 +92,48 @@ def check(cert, progress=None) -> str:
     ctx.prec = PREC
     try:
         net = Network(model, d)
-        for i, (lo, hi, bound) in enumerate(boxes):
-            if not _proves(net, tree, lo, hi, bound, SPLITS):
-                raise Rejected(f"box {i}: the kernel cannot bound |T - g| by its recorded bound {float(bound):.6g}")
-            if progress is not None:
-                progress(i + 1, len(boxes))
+        bad = _first_failure(net, tree, boxes, workers, progress)
+        if bad is not None:
+            raise Rejected(f"box {bad}: the kernel cannot bound |T - g| by its recorded bound {float(boxes[bad][2]):.6g}")
     finally:
         ctx.prec = old
     return f"{len(boxes)} boxes cover [0,1]^{d}; sup |T - g| <= {shown(max(b for *_, b in boxes))} <= eps = {eps}"
+
+
+CHUNK = 32  # boxes per task of a worker process
+_JOB = {}  # the network and target of the worker processes (inherited by fork)
+
+
+def _first_failure(net, tree, boxes, workers, progress):
+    """The index of a box whose bound the kernel cannot prove (None if every one is proved), with
+    ``workers`` forked processes sharing chunks of :data:`CHUNK` boxes (any order: a box's check
+    reads nothing of another's)."""
+    size = CHUNK if workers > 1 else 1
+    chunks = [range(i, min(i + size, len(boxes))) for i in range(0, len(boxes), size)]
+    _JOB.update(net=net, tree=tree, boxes=boxes)
+    pool = None
+    if workers > 1 and len(chunks) > 1:
+        import multiprocessing
+        pool = multiprocessing.get_context("fork").Pool(min(workers, len(chunks)))
+    try:
+        done = 0
+        for chunk, fail in (pool.imap_unordered if pool else map)(_chunk, chunks):
+            if fail is not None:
+                return fail
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(boxes))
+        return None
+    finally:
+        _JOB.clear()
+        if pool:
+            pool.terminate()
+
+
+def _chunk(chunk):
+    """``(chunk, i)``: the first box ``i`` of the chunk the kernel does not prove, or None."""
+    net, tree, boxes = _JOB["net"], _JOB["tree"], _JOB["boxes"]
+    return chunk, next((i for i in chunk if not _proves(net, tree, *boxes[i], SPLITS)), None)
 
 
 def shown(q: Fraction) -> decimal.Decimal:

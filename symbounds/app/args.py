@@ -363,7 +363,8 @@ def kernel_verdict(args, full: int, unit: str) -> int:
     bar = Bar(args, "box")
     try:
         ok, reason = symbounds_kernel.check_file(
-            args.certificate, progress=lambda done, total: bar(done, total, f"{unit} re-checked by the kernel"))
+            args.certificate, progress=lambda done, total: bar(done, total, f"{unit} re-checked by the kernel"),
+            workers=getattr(args, "workers", 1))
     except symbounds_kernel.Unreadable as e:
         ok, reason = False, str(e)
     finally:

@@ -22,7 +22,7 @@ from ..papers.shi_liao.class_certificate import (
     write_class_certificate,
 )
 from .args import Bar, UsageError, instance, kernel_verdict, precision
-from .usermodel import STOPPED, check_certificate_out, save_certificate, timeout_seconds
+from .certificate_out import STOPPED, check_certificate_out, save_certificate, timeout_seconds
 
 __all__ = ["is_class_certificate", "run_class_certify", "run_class_check"]
 

@@ -130,6 +130,8 @@ def _certify_arguments(c) -> None:
 
 def _check_arguments(k) -> None:
     k.add_argument("certificate", metavar="CERT.json")
+    k.add_argument("--workers", type=int, default=1,
+                   help="processes of the independent kernel's box checks (default 1)")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -173,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "pou), or a model file (--model, with --target and --eps, or a VNN-LIB property --spec).  "
                     "Exit 0 proved, 1 refuted (a counterexample), 2 bad input, 3 undecided.",
         epilog="examples:\n"
-               "  symbounds certify --out cert.json                  # the default instance, ~300 boxes\n"
+               "  symbounds certify --out cert.json                  # the default instance, 32 boxes\n"
                "  symbounds certify --eps 1/25 --workers 2\n"
                "  symbounds certify --model net.json --target 'sin(2*x1)' --eps 1/2 --out cert.json\n"
                "  symbounds certify --model net.json --spec prop.vnnlib\n"
@@ -352,9 +354,16 @@ def _check(args) -> int:
     from .class_cli import is_class_certificate, run_class_check
     from .vnncomp_cli import is_property_certificate, run_property_check
 
+    if not (1 <= args.workers <= 256):
+        raise UsageError(f"--workers {args.workers}: use between 1 and 256")
     prop = is_property_certificate(args.certificate)
     if prop is not None:
         return run_property_check(args, prop)
+    from .graph_target_cli import is_graph_target_certificate, run_graph_target_check
+
+    graph_target = is_graph_target_certificate(args.certificate)
+    if graph_target is not None:
+        return run_graph_target_check(args, graph_target)
     whole_class = is_class_certificate(args.certificate)
     if whole_class is not None:
         return run_class_check(args, whole_class)

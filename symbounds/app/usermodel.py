@@ -11,15 +11,16 @@ import sys
 
 from ..core.bound import DEFAULT_MAX_BOXES, DEFAULT_TOL, BoundError, BoundUndecided, bound, certify
 from ..core.boxes import CertifyOptions
-from ..core.certificate import beside, certificate_destination, write_certificate
+from ..core.certificate import write_certificate
 from ..core.exact import decimal_down, decimal_up
 from ..core.expr import ExprError
 from ..core.modelfile import ModelFileError, load_model
 from .args import Bar, UsageError, check_out_folders, number, precision, written
+from .certificate_out import STOPPED, check_certificate_out, destination, parse_box, save_certificate, timeout_seconds
 
 __all__ = ["MODEL_COMMANDS", "add_bound_arguments", "add_export_arguments", "add_import_arguments",
            "add_model_certify_arguments", "run_model_certify", "parse_box", "check_certificate_out",
-           "destination", "save_certificate"]
+           "destination", "save_certificate", "STOPPED", "timeout_seconds"]
 
 
 def add_bound_arguments(b) -> None:
@@ -97,86 +98,19 @@ def add_model_certify_arguments(c) -> None:
                         "CERT.undecided.json)")
     c.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="stop after this many seconds of the box search (undecided, with the part proved so far)")
+    c.add_argument("--output", type=int, default=None, metavar="K",
+                   help="with --model LAYER-GRAPH --target: the output certified (0-based, row by row; needed when "
+                        "the graph has more than one)")
+    c.add_argument("--box", default=None, metavar="LO:HI[,LO:HI...]",
+                   help="with --model LAYER-GRAPH --target: the domain instead of [0,1]^d, one interval per input "
+                        "(write --box=-1:1 for a negative first end)")
     c.add_argument("--result", default=None, metavar="OUT.txt",
                    help="with --spec and --timeout: write the VNN-COMP result file (unsat, sat and its witness, "
                         "timeout, unknown or error); an unsat's certificate goes to --out (default OUT.cert.json)")
 
 
-def check_certificate_out(args) -> None:
-    """Before any work: ``--out`` and, when a file is there already, the two files beside it that
-    a refuted or undecided run would write instead of replacing a proved certificate."""
-    if args.out is None:
-        return
-    paths = [args.out]
-    if os.path.isfile(args.out) and not args.force:
-        paths += [beside(args.out, v) for v in ("refuted", "undecided")]
-    check_out_folders(*paths)
-
-
-def _holds_proved_class_certificate(path: str) -> bool:
-    """Does ``path`` hold a class certificate whose verdict is proved?  (Read, not re-checked.)"""
-    from ..core.files import read_json_file
-    from ..papers.shi_liao.class_certificate import CLASS_FORMAT
-
-    if not os.path.isfile(path):
-        return False
-    try:
-        held = read_json_file(path, ValueError)
-    except (ValueError, OSError):
-        return False
-    return isinstance(held, dict) and held.get("format") == CLASS_FORMAT and held.get("verdict") == "proved"
-
-
-def destination(path: str, verdict: str, force: bool = False) -> str:
-    """:func:`~symbounds.core.certificate.certificate_destination` for either certificate format:
-    a proved certificate at ``path`` (one target, or the Hoelder class of ``certify
-    --holder-class``) is kept when this run is not proved and ``force`` is not given."""
-    path_ = certificate_destination(path, verdict, force)
-    if path_ == path and verdict != "proved" and not force and _holds_proved_class_certificate(path):
-        return beside(path, verdict)
-    return path_
-
-
-def save_certificate(args, cert: dict, write=write_certificate) -> str:
-    """Write the certificate of a run to ``--out`` with ``write(path, cert)``, keeping a proved
-    certificate found there (of either format) when this one is not proved (unless ``--force``);
-    returns the path written (named on stderr).  The write is atomic: no partial file."""
-    path = destination(args.out, cert["verdict"], args.force)
-    write(path, cert)
-    if path != args.out:
-        print(f"symbounds: {args.out} holds a proved certificate: kept (--force replaces it); "
-              f"this {cert['verdict']} one is written beside it", file=sys.stderr)
-    written(path)
-    return path
-
-
-def parse_box(text: str) -> tuple[list, list]:
-    lo, hi = [], []
-    for k, part in enumerate(text.split(",")):
-        ends = part.split(":")
-        if len(ends) != 2 or not ends[0].strip() or not ends[1].strip():
-            raise UsageError(f"--box: interval {k} {part[:40]!r} is not LO:HI")
-        a, b = number(ends[0], f"--box interval {k}"), number(ends[1], f"--box interval {k}")
-        if a > b:
-            raise UsageError(f"--box: interval {k} has LO > HI ({part[:40]})")
-        lo.append(a)
-        hi.append(b)
-    return lo, hi
-
-
 def _prec(p: int) -> int:
     return precision(p)
-
-
-def _load_model(path: str, what: str):
-    """:func:`_load` for the commands that take a ``symbounds-transformer/1`` network only."""
-    from ..core.graph import Graph
-
-    model = _load(path)
-    if isinstance(model, Graph):
-        raise UsageError(f"{path}: a layer graph (MLP, normalisations) is read by 'symbounds bound' only; "
-                         f"{what} takes a symbounds-transformer/1 network")
-    return model
 
 
 def _load(path: str):
@@ -205,21 +139,6 @@ def _load(path: str):
             return load_network(path)[0]
         except VnncompError as e2:
             raise UsageError(str(e2)) from None
-
-
-def timeout_seconds(text) -> float | None:
-    """``--timeout SECONDS`` (positive, at most a week), or None."""
-    if text is None:
-        return None
-    t = number(text, "--timeout")
-    if not (0 < t <= 7 * 86400):
-        raise UsageError(f"--timeout {text[:40]}: use a number of seconds in (0, 604800]")
-    return float(t)
-
-
-#: why a search ended undecided (``SearchResult.stopped``), in words
-STOPPED = {"timeout": "the timeout", "max-boxes": "the box limit", "min-width": "the smallest box width",
-           "leakage": "E above eps at a point where the worst target's error is not"}
 
 
 def _bound(args) -> int:
@@ -302,6 +221,8 @@ def run_model_certify(args) -> int:
     if args.spec is not None:
         if args.target is not None or args.eps is not None or args.force:
             raise UsageError("--spec replaces --target, --eps and --force")
+        if args.output is not None or args.box is not None:
+            raise UsageError("--output and --box are used with --target (the property file has its own box)")
         if getattr(args, "result", None) is not None:
             from .vnncomp_cli import certify_result
 
@@ -309,16 +230,27 @@ def run_model_certify(args) -> int:
         return _certify_spec(args, prec)
     if args.target is None or args.eps is None:
         raise UsageError("--model needs --target EXPR and --eps E (or --spec PROP.vnnlib)")
-    if args.timeout is not None:
-        raise UsageError("--timeout is used with --spec (the whole-cube search has --max-boxes)")
     eps = number(args.eps, "--eps")
+    if not (1 <= args.max_boxes <= 10**8):
+        raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
+    from ..core.graph import Graph
+
+    model = _load(args.model)  # every malformed part reported before any work
+    if isinstance(model, Graph):  # a layer graph: its own search (app/graph_target_cli.py)
+        from .graph_target_cli import run_graph_certify
+
+        if eps <= 0:
+            raise UsageError("--eps must be positive")
+        return run_graph_certify(args, model, eps, prec, timeout_seconds(args.timeout))
+    if args.output is not None or args.box is not None:
+        raise UsageError("--output and --box apply to a layer graph (a model file is certified over [0,1]^d, "
+                         "its one output)")
+    if args.timeout is not None:
+        raise UsageError("--timeout is used with --spec or a layer graph (the whole-cube search has --max-boxes)")
     if not (0 < eps < 1):
         raise UsageError("--eps must lie in (0, 1)")
     if not (1 <= args.workers <= 256):
         raise UsageError(f"--workers {args.workers}: use between 1 and 256")
-    if not (1 <= args.max_boxes <= 10**8):
-        raise UsageError(f"--max-boxes {args.max_boxes}: use between 1 and 10^8")
-    model = _load_model(args.model, "certify --model")  # every malformed part reported before any work
     check_certificate_out(args)
     bar = Bar(args, "box")
     try:

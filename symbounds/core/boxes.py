@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import multiprocessing
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -35,6 +36,7 @@ from .claims import Verdict
 from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .expr import parse_target, variables
+from .float_boxes import FloatBoxEvaluator
 from .float_target import compile_target
 from .modelfile import model_from_json
 from .search import Box, Limits, Problem, float_evaluator, search
@@ -76,10 +78,10 @@ class CertifyOptions:
     split: str = "widest"  # or "gradient": the side a box that missed eps is halved along (BENCHMARKS.md)
     timeout: float | None = None  # seconds of wall clock (checked between steps of the search)
     #: the softmax-weighted values centred, as a ratio of sums and met with their convex hull
-    #: (float_boxes._weighted_values): 10 to 70 times fewer boxes, but boxes so wide (or bounds so
-    #: tight) that the checker kernel's plain Taylor models cannot re-derive them within its
-    #: bisections (BENCHMARKS.md, "Fewer boxes"); off by default, so certificates stay kernel-checked
-    tight: bool = False
+    #: (float_boxes._weighted_values), from a coarser first grid: 10 to 70 times fewer boxes
+    #: (BENCHMARKS.md, "Fewer boxes"); the checker kernel re-derives the same three tightenings
+    #: (symbounds_kernel/hull.py), so the certificates stay kernel-checked; False: the plain pass
+    tight: bool = True
 
 
 @dataclass
@@ -187,45 +189,56 @@ def box_bounds(model, g, d: int, boxes: list, prec: int, fast=None, limits=None,
     if estimates is not None:
         estimates[:] = [None] * len(boxes)
     if fast is not None and boxes:
-        lo, hi, ok, clo, chi, ax = fast.enclose([b.lo for b in boxes], [b.hi for b in boxes])
+        ends = _double_ends(boxes) if isinstance(fast, FloatBoxEvaluator) else None
+        if ends is not None:  # the ends as exact doubles: the same floats as from the Fractions
+            lo, hi, ok, clo, chi, ax = fast.enclose(*ends)
+        else:
+            lo, hi, ok, clo, chi, ax = fast.enclose([b.lo for b in boxes], [b.hi for b in boxes])
         if axes is not None:
             axes[:] = [int(a) if a >= 0 else None for a in ax]
         ball = BallContext(prec)
         xs = variables(d)
         gt = compile_target(g, d)
-        glo, ghi = gt.enclose_boxes(boxes)
+        glo, ghi = gt.enclose_boxes(boxes) if ends is None else gt.enclose(*ends)
         with np.errstate(all="ignore"):
             fbound = np.maximum(fo.up(hi - glo), fo.up(ghi - lo))  # |T - g| <= max(T_hi - g_lo, g_hi - T_lo)
             scale = np.abs(glo) + np.abs(ghi) + np.abs(lo) + np.abs(hi)
         todo = []
         missed = []
+        below = _LimitFloor()
         for i, box in enumerate(boxes):
             bound = None
             lim = None if limits is None else limits[i]
+            fb = None  # the bound while it is the float one (a double), else None
             if ok[i]:
                 fb = float(fbound[i])
                 if np.isfinite(fb):
                     bound = Fraction(fb)
-                if bound is None or (lim is not None and bound > lim
+                else:
+                    fb = None
+                if bound is None or (lim is not None and not below(fb, lim)
                                      and (recheck or fb - float(lim) <= ARB_SLACK * float(scale[i]) + ARB_SLACK**2)):
                     # undefined in floats, or missed by no more than rounding: g in Arb balls
                     arb_bound = _float_box_bound(ball, g, xs, box, lo[i], hi[i])
                     if bound is None or (arb_bound is not None and arb_bound < bound):
-                        bound = arb_bound
-            if centres is not None and ok[i] and limits is not None and (bound is None or bound > limits[i]):
-                missed.append(i)
+                        bound, fb = arb_bound, None
             if bound is not None and lim is not None:
-                if bound <= lim:
-                    bound = min(round_up_record(bound), lim)
+                under = below(fb, lim) if fb is not None else bound <= lim
+                if centres is not None and ok[i] and not under:
+                    missed.append(i)
+                if under:
+                    bound = _record(fb, bound, lim, below)
                 elif recheck:
                     bound = None
+            elif centres is not None and ok[i] and limits is not None:
+                missed.append(i)
             if bound is None:
                 todo.append(i)
             else:
                 out[i] = bound
         if missed:
-            verdicts, est = _centre_verdicts(ball, g, xs, gt, [boxes[i].centre for i in missed],
-                                             clo[missed], chi[missed], [limits[i] for i in missed])
+            verdicts, est = _centre_verdicts(ball, g, xs, gt, None, clo[missed], chi[missed],
+                                             [limits[i] for i in missed], boxes=[boxes[i] for i in missed])
             for i, v, e in zip(missed, verdicts, est):
                 centres[i] = v
                 if estimates is not None:
@@ -267,6 +280,87 @@ def round_up_record(q: Fraction) -> Fraction:
     return Fraction(n) / scale
 
 
+def _double_ends(boxes: list):
+    """``(lo, hi)``: float64 arrays of shape ``(B, d)`` equal to the boxes' ends exactly
+    (:meth:`symbounds.core.search.Box.doubles`), or None when some end is not such a double."""
+    los, his = [], []
+    for b in boxes:
+        e = b.doubles()
+        if e is None:
+            return None
+        los.append(e[0])
+        his.append(e[1])
+    return np.array(los, dtype=np.float64), np.array(his, dtype=np.float64)
+
+
+class _LimitFloor:
+    """``below(x, lim)``: ``x <= lim`` exactly, for a double ``x`` and a rational ``lim``, as the
+    float comparison ``x <= f`` with ``f`` the largest double ``<= lim`` (found once per limit): a
+    double is at most ``lim`` exactly when it is at most ``f``.  (A limit outside the double range
+    or not rational is compared as a Fraction.)"""
+
+    def __init__(self):
+        self.lim, self.floor = _UNSET, None  # the last limit seen (most calls repeat one object)
+
+    def __call__(self, x: float, lim) -> bool:
+        if lim is not self.lim:
+            self.lim, self.floor = lim, _floor_double(lim)
+        f = self.floor
+        if f is None:
+            return Fraction(x) <= lim
+        return x <= f
+
+
+_UNSET = object()
+
+
+def _floor_double(lim):
+    """The largest double ``<= lim`` for a rational ``lim`` in the double range, else None."""
+    q = _rational(lim)
+    if q is None:
+        return None
+    try:
+        f = float(q)  # correctly rounded
+    except OverflowError:
+        return None
+    if not math.isfinite(f):
+        return None
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _rational(v):
+    """``v`` as a Fraction when it is an int, Fraction or SymPy Rational (exactly), else None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, Fraction)):
+        return Fraction(v)
+    p, q = getattr(v, "p", None), getattr(v, "q", None)
+    if getattr(v, "is_Rational", False) and isinstance(p, int) and isinstance(q, int):
+        return Fraction(p, q)
+    return None
+
+
+def _record(fb, bound: Fraction, lim, below: _LimitFloor) -> Fraction:
+    """``min(round_up_record(bound), lim)`` for a bound at most ``lim``; ``fb``, when not None,
+    is the bound as a double (``bound == fb``), rounded up in floats: for ``2^-1000 <= fb <=
+    2^1000``, with ``e`` as :func:`round_up_record` finds it from the bound's numerator and
+    denominator, ``fb 2^-e`` (about ``2^30``), its ceiling and the ceiling times ``2^e`` are all
+    exact doubles (powers of two scale exactly in the normal range, and the result has at most
+    31 significant bits), so the result is :func:`round_up_record`'s, and it is compared with
+    ``lim`` exactly through ``below`` (a :class:`_LimitFloor`)."""
+    if fb is not None and _TINY <= fb <= _HUGE:
+        n, den = fb.as_integer_ratio()
+        e = n.bit_length() - den.bit_length() - RECORD_BITS
+        r = math.ldexp(math.ceil(math.ldexp(fb, -e)), e)
+        return Fraction(r) if below(r, lim) else lim
+    return min(round_up_record(bound), lim)
+
+
+_TINY, _HUGE = 2.0**-1000, 2.0**1000
+
+
 def _centre_verdict(ball, g, xs, c, lo: float, hi: float, eps):
     """Is ``|[lo, hi] - g(c)| > eps``: the enclosure of that error as text when proved (a
     counterexample), False when disproved, None when undecided."""
@@ -275,27 +369,54 @@ def _centre_verdict(ball, g, xs, c, lo: float, hi: float, eps):
         return _violation(abs(ball.interval(Fraction(lo), Fraction(hi)) - gv), ball.convert(eps))
 
 
-def _centre_verdicts(ball, g, xs, gt, cs, lo, hi, lims):
+def _centre_verdicts(ball, g, xs, gt, cs, lo, hi, lims, boxes: list | None = None):
     """:func:`_centre_verdict` for the centres ``cs`` with ``T(c)`` in ``[lo_k, hi_k]``, ``g(c)``
     enclosed by the compiled float target ``gt`` (balls where it cannot, or to write out a
-    violation); also each centre's estimate ``|mid T - mid g|`` (a float)."""
-    glo, ghi = gt.enclose_boxes([Box(c, c) for c in cs])
+    violation); also each centre's estimate ``|mid T - mid g|`` (a float).  With ``boxes`` (and
+    ``cs`` None) the centres are the boxes': as exact doubles where they are
+    (:meth:`symbounds.core.search.Box.centre_doubles`, the same floats the Fractions give), as
+    Fractions only for a ball."""
+    if boxes is not None:
+        cd = [b.centre_doubles() for b in boxes]
+        if all(c is not None for c in cd):
+            pts = np.array(cd, dtype=np.float64).reshape(len(boxes), -1)
+            glo, ghi = gt.enclose(pts, pts)
+            cs = _Centres(boxes)
+        else:
+            cs = [b.centre for b in boxes]
+            glo, ghi = gt.enclose_boxes([Box(c, c) for c in cs])
+    else:
+        glo, ghi = gt.enclose_boxes([Box(c, c) for c in cs])
     lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     with np.errstate(all="ignore"):
         e_lo = np.maximum(fo.down(lo - ghi), fo.down(glo - hi))
         e_hi = np.maximum(fo.up(hi - glo), fo.up(ghi - lo))
         est = np.abs((lo * 0.5 + hi * 0.5) - (glo * 0.5 + ghi * 0.5))
     verdicts, ests = [], []
-    for k, c in enumerate(cs):
+    below = _LimitFloor()
+    for k in range(len(cs)):
         a, b = float(e_lo[k]), float(e_hi[k])
-        if not (np.isfinite(a) and np.isfinite(b)) or Fraction(a) > lims[k]:
-            v = _centre_verdict(ball, g, xs, c, lo[k], hi[k], lims[k])
+        if not (np.isfinite(a) and np.isfinite(b)) or not below(a, lims[k]):
+            v = _centre_verdict(ball, g, xs, cs[k], lo[k], hi[k], lims[k])
         else:
-            v = False if Fraction(b) <= lims[k] else None
+            v = False if below(b, lims[k]) else None
         verdicts.append(v)
         e = float(est[k])
         ests.append(e if np.isfinite(e) else None)
     return verdicts, ests
+
+
+class _Centres:
+    """The boxes' exact centres, each found when read."""
+
+    def __init__(self, boxes):
+        self.boxes = boxes
+
+    def __len__(self):
+        return len(self.boxes)
+
+    def __getitem__(self, k):
+        return self.boxes[k].centre
 
 
 def centre_refutes(model, g, d: int, boxes: list, prec: int, fast, eps) -> list:
@@ -346,7 +467,8 @@ def _worker_init(model_json, target_text, d, prec, eps=None, fast=True, key=None
     compile_target(_W["g"], d)  # once per process (cached; forked workers inherit it)
     _W["d"] = d
     _W["prec"] = prec
-    _W["eps"] = eps
+    q = None if eps is None else _rational(eps)
+    _W["eps"] = eps if q is None else q  # compared with every box's bound: a Fraction
     _W["fast"] = float_evaluator(_W["model"], prec) if fast else None
     if _W["fast"] is not None:
         _W["fast"].tight = tight
@@ -512,7 +634,7 @@ def _dask_batch(setup, boxes):
 class _DaskMap:
     """``imap``-like evaluation of boxes on a Dask cluster, in batches."""
 
-    def __init__(self, address, model_json, target_text, d, prec, eps, fast, key, tight=False):
+    def __init__(self, address, model_json, target_text, d, prec, eps, fast, key, tight=True):
         try:
             from distributed import Client
         except ImportError:
@@ -621,13 +743,12 @@ class CertifyEvaluator:
             chunk = []
             for k, (box, bound, centre, axis) in enumerate(batch):
                 method = self.method
-                width = box.width()
-                last = width / 2 < self.min_width
+                last = box.half_width_below(self.min_width)
                 if bound is None and last:  # the floats could not enclose it and no split is left: Arb
                     bound, method = box_bound(self.model, self.g, self.d, box, self.prec), "taylor"
                 if (bound is None or bound > self.eps) and centre is None and last:  # nothing decided the centre: balls
                     centre = _violation(point_error(self.model, self.g, self.d, box.centre, self.prec), self.ceps) or None
-                chunk.append((at + k, ErrorBound(bound, method, centre, axis, float(width), last)))
+                chunk.append((at + k, ErrorBound(bound, method, centre, axis, box.size(), last)))
                 self.counts[method] = self.counts.get(method, 0) + 1
                 if centre:
                     break
@@ -672,7 +793,7 @@ class CertifyProblem(Problem):
 
     def priority(self, box, enc) -> float:
         """Widest first (the box's width, found once by the evaluator)."""
-        return -float(box.width()) if enc is None else -enc.size
+        return -box.size() if enc is None else -enc.size
 
     def counterexample(self, box, enc) -> dict:
         return {"x": [str(v) for v in box.centre], "error": enc.centre}
@@ -701,6 +822,8 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     in [0, 1]) and ``evaluated`` the number of boxes evaluated (the queue grows as boxes are
     bisected, so a count of boxes has no fixed total)."""
     t0 = time.perf_counter()
+    q = _rational(eps)
+    eps = eps if q is None else q  # a SymPy Rational as the same Fraction (compared per box)
     # tight: a coarse first grid (the hull encloses wide boxes; BENCHMARKS.md, "Fewer boxes")
     per_axis = opts.initial or ({1: 8, 2: 4}.get(d, 2) if opts.tight else {1: 64, 2: 16}.get(d, 4))
     grid = _initial_boxes(d, per_axis)
@@ -741,16 +864,26 @@ def certify_model(model_json: dict, target_text: str, d: int, eps: Fraction, opt
     else:
         undecided = []
         for b, e in res.open:
-            if b.width() / 2 < opts.min_width:
+            if b.half_width_below(opts.min_width):
                 undecided.append(b)
             else:
                 undecided.extend(problem.split(b, e))
-        undecided.sort(key=lambda b: (b.lo, b.hi))
+        _sort_boxes(undecided)
     counter = res.counterexample
     max_bound = max((b for _, b in proved), default=None)
-    proved.sort(key=lambda t: (t[0].lo, t[0].hi))
+    _sort_boxes(proved, lambda t: t[0])
     return CertifyResult(res.verdict, proved, max_bound, counter, undecided, time.perf_counter() - t0, res.evaluated,
                          extra, res.stopped)
+
+
+def _sort_boxes(items: list, box_of=None) -> None:
+    """Sort ``items`` (boxes, or records whose box is ``box_of(item)``) by the boxes' ``(lo, hi)``,
+    in place; for dyadic boxes by their numerators over one common denominator (the same order,
+    exactly: :meth:`symbounds.core.search.Box.sort_key`)."""
+    box_of = box_of or (lambda b: b)
+    forms = [box_of(t).dyadic() for t in items]
+    k = max((f[0] for f in forms), default=0) if all(f is not None for f in forms) else None
+    items.sort(key=lambda t: box_of(t).sort_key(k))
 
 
 #: A box is halved along its widest side when that is this many times the side its gradient picks.

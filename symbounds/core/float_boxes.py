@@ -340,8 +340,8 @@ class FloatBoxEvaluator:
         self._prefix_maps = None
         self._read = None
         #: the softmax-weighted values centred, as a ratio of sums and met with their convex hull
-        #: (:func:`_weighted_values`): off for certificates the checker kernel re-derives box by
-        #: box with plain Taylor models (``CertifyOptions.tight``)
+        #: (:func:`_weighted_values`; ``CertifyOptions.tight``, on by default: the checker kernel
+        #: re-derives the same three, symbounds_kernel/hull.py); False: the plain product
         self.tight = True
 
     # --- the pass ---------------------------------------------------------------------------------
@@ -929,19 +929,35 @@ def _centres(lo, hi):
     float64 (their error terms by Knuth's TwoSum are 0) the centre ``(lo + hi) / 2`` and the
     half-width ``(hi - lo) / 2`` are exact doubles (halving a normal double is exact), the values
     :func:`_ball_from_ends` gives from Fractions.  Every other entry goes through
-    :func:`_ball_from_ends`."""
-    B, d = len(lo), len(lo[0])
-    flo = np.array([_dyadic_double(v) for row in lo for v in row], dtype=np.float64).reshape(B, d)
-    fhi = np.array([_dyadic_double(v) for row in hi for v in row], dtype=np.float64).reshape(B, d)
+    :func:`_ball_from_ends`.
+
+    The ends may also be given as float64 arrays of shape ``(B, d)``: each entry is then the
+    exact rational it is (a finite double; a search's dyadic boxes hand theirs over this way,
+    :meth:`symbounds.core.search.Box.doubles`, with no Fraction per end), and the same rule
+    applies; a sum or difference below ``2^-1021`` in magnitude (other than 0), whose half could
+    round, goes through :func:`_ball_from_ends` too."""
+    if isinstance(lo, np.ndarray) and isinstance(hi, np.ndarray) and lo.dtype == hi.dtype == np.float64:
+        flo, fhi = lo.reshape(len(lo), -1), hi.reshape(len(hi), -1)
+        if not (np.isfinite(flo).all() and np.isfinite(fhi).all()):
+            raise ValueError("a box end given as a double must be finite")
+    else:
+        B, d = len(lo), len(lo[0])
+        flo = np.array([_dyadic_double(v) for row in lo for v in row], dtype=np.float64).reshape(B, d)
+        fhi = np.array([_dyadic_double(v) for row in hi for v in row], dtype=np.float64).reshape(B, d)
     with np.errstate(all="ignore"):
         s, es = _two_sum(flo, fhi)
         w, ew = _two_sum(fhi, -flo)
         x0, r = s * 0.5, w * 0.5
         h = fo.up(fo.up(fo.up(r)))  # as _ball_from_ends rounds an exact half-width
-    exact = np.isfinite(flo) & np.isfinite(fhi) & (es == 0) & (ew == 0)
+    exact = (np.isfinite(flo) & np.isfinite(fhi) & (es == 0) & (ew == 0)
+             & ((s == 0) | (np.abs(s) >= _HALVES)) & ((w == 0) | (np.abs(w) >= _HALVES)))
     for b, i in zip(*np.nonzero(~exact)):
         x0[b, i], h[b, i] = _ball_from_ends(Fraction(lo[b][i]), Fraction(hi[b][i]))
     return x0, h
+
+
+#: Doubles at least this large in magnitude halve exactly (twice the least normal double).
+_HALVES = 2.0**-1021
 
 
 def _dyadic_double(v) -> float:

@@ -62,7 +62,7 @@ from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .taylor import TaylorContext
 
-__all__ = ["linear_graph_bounds", "SMALL_ENTRIES", "small_graph"]
+__all__ = ["linear_graph_bounds", "linear_graph_objective_bounds", "SMALL_ENTRIES", "small_graph"]
 
 #: pieces of ``[l, u]`` on which ``f - s x`` is enclosed first, the most evaluations per end, and
 #: the tolerance (a part of the function's variation over ``[l, u]``) at which the halving stops
@@ -244,6 +244,12 @@ class _Op:
 
 def _q(v) -> flint.arb:
     return flint.arb(v.numerator) / v.denominator if isinstance(v, Fraction) else flint.arb(v)
+
+
+def _start_entry(a: Fraction) -> flint.arb:
+    """An objective's coefficient as the pass starts from it: a ball holding the exact rational
+    ``a`` (rounded outward at the current precision)."""
+    return _q(a)
 
 
 def _affine_op(name, src, W, b, forward=None):
@@ -579,27 +585,66 @@ class _Bounds:
         by row), ops ``0 .. upto - 1`` substituted, the best of the passes of :meth:`_passes`."""
         # a pass per row: objectives on one row (an op that mixes rows gives the other rows coefficients)
         groups = [[t] for t in range(self.rows[name])]
+        return self._best(upto, lambda mode: [e for rows in groups for e in self._pass(name, upto, mode, rows)])
+
+    def objective_bounds(self, rows: list):
+        """``[(lower, upper)]`` (exact balls, None where not finite) of ``<c, Y>`` for each row ``c``
+        of ``rows`` (exact rationals over the graph's outputs, row by row ``Y[t, j]``): one backward
+        pass started from the objectives themselves, ``c`` and ``-c`` (each entry a ball holding
+        the exact rational, so the start is rounded outward), the best of the passes of
+        :meth:`_passes` (the attention relaxed, and taken as its Taylor model).  The outputs'
+        correlation cancels in the pass, where combining the per-output bounds
+        ``sum_j c_j [l_j, u_j]`` loses it (``y1 - y2`` with ``y1 = y2 + small``)."""
+        name = self.g.output
+        T, w = self.rows[name], self.width[name]
+        K = 2 * len(rows)
+        start = [None] * T
+        for e, c in enumerate(rows):
+            for i, a in enumerate(c):
+                if a == 0:
+                    continue
+                t, j = divmod(i, w)
+                if start[t] is None:
+                    start[t] = flint.arb_mat(K, w)
+                v = _start_entry(Fraction(a))
+                start[t][2 * e, j] = v
+                start[t][2 * e + 1, j] = -v
+        if all(M is None for M in start):  # every objective is 0
+            zero = flint.arb(0)
+            return [(zero, zero) for _ in rows]
+        return self._best(len(self.ops), lambda mode: self._pass(name, len(self.ops), mode, None, start))
+
+    def _best(self, upto: int, run):
+        """Entry by entry, the tightest of the passes ``run(mode)``, ``mode`` over
+        :meth:`_passes` of op ``upto``."""
         best = None
         for mode in self._passes(upto):
-            out = [e for rows in groups for e in self._pass(name, upto, mode, rows)]
+            out = run(mode)
             best = out if best is None else [_tighter(b, o) for b, o in zip(best, out)]
         return best
 
-    def _pass(self, name: str, upto: int, mode, tokens: list):
-        """One backward pass: the bounds of the entries of ``name`` in rows ``tokens``."""
+    def _pass(self, name: str, upto: int, mode, tokens: list, start: list | None = None):
+        """One backward pass ``mode`` (``(mode, cut)``): the bounds of the entries of ``name`` in
+        rows ``tokens``; or, with ``start`` (one ``K x w`` ball matrix or None per row of
+        ``name``, rows ``2e`` and ``2e + 1`` an objective ``c_e`` and ``-c_e``), the bounds of the
+        objectives ``<c_e, Y>``."""
         T, w = self.rows[name], self.width[name]
-        K = 2 * len(tokens) * w
-        lam = {name: [None] * T}
-        for q, t in enumerate(tokens):
-            M = flint.arb_mat(K, w)
-            for j in range(w):
-                e = q * w + j
-                M[2 * e, j] = 1
-                M[2 * e + 1, j] = -1
-            lam[name][t] = M
+        if start is None:
+            K = 2 * len(tokens) * w
+            lam = {name: [None] * T}
+            for q, t in enumerate(tokens):
+                M = flint.arb_mat(K, w)
+                for j in range(w):
+                    e = q * w + j
+                    M[2 * e, j] = 1
+                    M[2 * e + 1, j] = -1
+                lam[name][t] = M
+        else:
+            K = next(M for M in start if M is not None).nrows()
+            lam = {name: list(start)}
         ends = self._lower(lam, K, upto, mode)
         out = []
-        for e in range(len(tokens) * w):
+        for e in range(K // 2):
             lo, neg = ends[2 * e], ends[2 * e + 1]
             out.append(None if lo is None or neg is None else (lo, -neg))
         return out
@@ -991,16 +1036,32 @@ def _forward(graph, ops, ctx: TaylorContext) -> dict:
 def linear_graph_bounds(graph, centre, half, prec: int = 128):
     """``[(lower, upper)]`` (exact balls, the outputs row by row) of the graph over the box
     ``centre +- half``, or None where a bound is not finite (see the module docstring)."""
+    return _run(graph, centre, half, prec, None)[0]
+
+
+def linear_graph_objective_bounds(graph, centre, half, rows: list, prec: int = 128):
+    """``(outputs, objectives)`` over the box ``centre +- half``: the bounds of
+    :func:`linear_graph_bounds`, and ``[(lower, upper)]`` (exact balls) of ``<c, Y>`` for each row
+    ``c`` of ``rows`` (exact rationals, one per output, row by row), the backward pass started
+    from ``c`` itself (:meth:`_Bounds.objective_bounds`); either is None where a bound is not
+    finite.  The relaxations are found once for both."""
+    return _run(graph, centre, half, prec, rows)
+
+
+def _run(graph, centre, half, prec: int, rows):
     ctx = TaylorContext(prec, centre, half)
     with ctx.scope():
         ops = _ops(graph)
         try:
             vals = _forward(graph, ops, ctx)
         except (ZeroDivisionError, ValueError, TypeError):
-            return None
+            return None, None
         b = _Bounds(graph, ops, ctx, vals)
         for op in ops:
             if op.kind in ("unary", "relu", "bilinear", "scores", "mix") and not b.relax_op(op, prec):
-                return None
+                return None, None
         out = b.bounds(graph.output, len(ops))
-    return None if any(e is None for e in out) else out
+        objs = b.objective_bounds(rows) if rows else None
+    out = None if any(e is None for e in out) else out
+    objs = None if objs is None or any(e is None for e in objs) else objs
+    return out, objs

@@ -34,7 +34,6 @@ from .exact import NumberError, parse_number
 from .graph import Graph
 from .graph_file import graph_to_json, network_from_json
 from .modelfile import ModelFileError, model_to_json
-from .search import BoxEvaluator
 
 __all__ = ["PROPERTY_FORMAT", "PropertyCertificateError", "make_property_certificate",
            "check_property_certificate", "MAX_LEAVES"]
@@ -100,7 +99,7 @@ def _inside(leaf: Box, box: Box) -> bool:
 def check_property_certificate(cert: dict, progress=None) -> dict:
     """Re-verify a property certificate (see the module docstring); returns
     ``{"leaves", "nodes", "inputs", "alternatives"}`` or raises :class:`PropertyCertificateError`."""
-    from .vnnlib import PropertyProblem, SpecError, network_outputs, parse_vnnlib
+    from .vnnlib import PropertyProblem, SpecError, network_outputs, parse_vnnlib, property_evaluator
 
     if not isinstance(cert, dict) or cert.get("format") != PROPERTY_FORMAT:
         raise PropertyCertificateError(f"not a property certificate ('format' must be {PROPERTY_FORMAT!r})")
@@ -128,11 +127,26 @@ def check_property_certificate(cert: dict, progress=None) -> dict:
     if not raw or len(raw) > MAX_LEAVES:
         raise PropertyCertificateError(f"'leaves' must list between 1 and {MAX_LEAVES} boxes")
     leaves = [_leaf(obj, i, len(root.lo)) for i, obj in enumerate(raw)]
+    problem = PropertyProblem(spec, k)
+    ev = property_evaluator(model, problem, prec)
+    nodes = walk_bisection(root, leaves, ev,
+                           lambda i, box, enc: enc is not None and problem.decide(box, enc) is Verdict.PROVED,
+                           progress, "the unsafe region is not shown unreachable on it (re-evaluated)")
+    return {"leaves": len(leaves), "nodes": nodes, "inputs": len(root.lo), "alternatives": len(spec.unsafe),
+            "fraction": str(Fraction(1))}
+
+
+def walk_bisection(root: Box, leaves: list, ev, leaf_ok, progress=None, why: str = "not decided on it") -> int:
+    """Rebuild the bisection tree of ``root`` from its ``leaves`` (distinct boxes): a node equal to a
+    leaf is that leaf; a node strictly holding leaves is halved along its widest side
+    (:meth:`symbounds.core.search.Box.split`, as the search halves) and each leaf must lie in one
+    half; a node holding no leaf is a gap.  Every node is enclosed by ``ev`` (met with its
+    parent's, as the search does) and ``leaf_ok(i, box, enclosure)`` must accept every leaf ``i``.
+    Returns the number of nodes; raises :class:`PropertyCertificateError` naming the first gap,
+    overlap, box that is not a cell of the bisection, or leaf not accepted (``why``)."""
     index = {b: i for i, b in enumerate(leaves)}
     if len(index) != len(leaves):
         raise PropertyCertificateError("a leaf is listed twice")
-    problem = PropertyProblem(spec, k)
-    ev = BoxEvaluator(model, prec)
     stack = [(root, None, list(range(len(leaves))), 0)]
     nodes = done = 0
     while stack:
@@ -144,9 +158,8 @@ def check_property_certificate(cert: dict, progress=None) -> dict:
         enc = ev.enclose([box], [parent])[0]
         nodes += 1
         if len(inside) == 1 and leaves[inside[0]] == box:
-            if enc is None or problem.decide(box, enc) is not Verdict.PROVED:
-                raise PropertyCertificateError(f"leaf {inside[0]}: the unsafe region is not shown unreachable "
-                                               "on it (re-evaluated)")
+            if not leaf_ok(inside[0], box, enc):
+                raise PropertyCertificateError(f"leaf {inside[0]}: {why}")
             done += 1
             if progress is not None:
                 progress(done, len(leaves))
@@ -166,5 +179,4 @@ def check_property_certificate(cert: dict, progress=None) -> dict:
                 raise PropertyCertificateError(f"leaf {i} is not a cell of the bisection of the property's box")
         stack.append((right, enc, parts[1], depth + 1))
         stack.append((left, enc, parts[0], depth + 1))
-    return {"leaves": len(leaves), "nodes": nodes, "inputs": len(root.lo), "alternatives": len(spec.unsafe),
-            "fraction": str(Fraction(1))}
+    return nodes

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import random
 import time
 from dataclasses import dataclass, field
@@ -98,39 +99,192 @@ DESCENT_SHARE = 0.2
 
 @dataclass(frozen=True)
 class Box:
-    """The closed box ``[lo_i, hi_i]`` (exact rationals)."""
+    """The closed box ``[lo_i, hi_i]`` (exact rationals).
+
+    **Dyadic boxes.**  The boxes of a search are halves of halves of a dyadic grid, so their ends
+    are ``n / 2^k``.  Where every end is an ``int`` or a ``Fraction`` with a power-of-two
+    denominator, the box also holds (found once, or handed down by :meth:`split`) its dyadic form
+    ``(k, nlo, nhi)``: ``lo_i = nlo_i / 2^k``, ``hi_i = nhi_i / 2^k`` with integers ``nlo_i``,
+    ``nhi_i`` and the least such ``k >= 0``.  Widths, halves, volumes and centres are then integer
+    arithmetic over the one denominator ``2^k`` (the same rationals the Fractions give), and the
+    ends and centres are exact doubles where ``|n| < 2^53`` and ``k <= 960`` (``n`` converts
+    exactly and ``ldexp`` scales by a power of two exactly in the normal range).  Equality,
+    hashing and the ends ``lo``, ``hi`` are unchanged: the form is a cache, never a field."""
 
     lo: tuple
     hi: tuple
 
+    def dyadic(self):
+        """``(k, nlo, nhi)`` (see the class docstring), or None when an end is not a dyadic
+        rational given as an ``int`` or ``Fraction``."""
+        dy = self.__dict__.get("_dy", _UNSET)
+        if dy is _UNSET:
+            dy = _dyadic_form(self.lo, self.hi)
+            object.__setattr__(self, "_dy", dy)
+        return dy
+
     @property
     def centre(self):
+        dy = self.dyadic()
+        if dy is not None:
+            k, nlo, nhi = dy
+            den = 1 << (k + 1)
+            return tuple(Fraction(a + b, den) for a, b in zip(nlo, nhi))
         return tuple((a + b) / 2 for a, b in zip(self.lo, self.hi))
 
     @property
     def half(self):
+        dy = self.dyadic()
+        if dy is not None:
+            k, nlo, nhi = dy
+            den = 1 << (k + 1)
+            return tuple(Fraction(b - a, den) for a, b in zip(nlo, nhi))
         return tuple((b - a) / 2 for a, b in zip(self.lo, self.hi))
 
     def split(self, axis: int | None = None) -> tuple[Box, Box]:
-        """The two halves along ``axis`` (default: the widest side, the first of equals)."""
-        k = max(range(len(self.lo)), key=lambda i: self.hi[i] - self.lo[i]) if axis is None else axis
-        mid = (self.lo[k] + self.hi[k]) / 2
+        """The two halves along ``axis`` (default: the widest side, the first of equals).  A
+        dyadic box hands its halves their dyadic forms (``mid = (nlo_k + nhi_k) / 2^(k+1)``)."""
+        dy = self.dyadic()
+        if dy is None:
+            k = max(range(len(self.lo)), key=lambda i: self.hi[i] - self.lo[i]) if axis is None else axis
+            mid = (self.lo[k] + self.hi[k]) / 2
+            left = Box(self.lo, self.hi[:k] + (mid,) + self.hi[k + 1:])
+            right = Box(self.lo[:k] + (mid,) + self.lo[k + 1:], self.hi)
+            return left, right
+        e, nlo, nhi = dy
+        if axis is None:  # one denominator: the widest side of the numerators is the widest side
+            ws = [b - a for a, b in zip(nlo, nhi)]
+            axis = ws.index(max(ws))
+        k = axis
+        m = nlo[k] + nhi[k]
+        mid = Fraction(m, 1 << (e + 1))
         left = Box(self.lo, self.hi[:k] + (mid,) + self.hi[k + 1:])
         right = Box(self.lo[:k] + (mid,) + self.lo[k + 1:], self.hi)
+        lo2, hi2 = tuple(2 * a for a in nlo), tuple(2 * b for b in nhi)
+        object.__setattr__(left, "_dy", _reduced(e + 1, lo2, hi2[:k] + (m,) + hi2[k + 1:]))
+        object.__setattr__(right, "_dy", _reduced(e + 1, lo2[:k] + (m,) + lo2[k + 1:], hi2))
         return left, right
 
+    def _dyadic_width(self):
+        """``(k, w)``: the width is ``w / 2^k`` (found once), or None when the box is not dyadic."""
+        dw = self.__dict__.get("_dw", _UNSET)
+        if dw is _UNSET:
+            dy = self.dyadic()
+            dw = None if dy is None else (dy[0], max(map(operator.sub, dy[2], dy[1])))
+            object.__setattr__(self, "_dw", dw)
+        return dw
+
     def width(self):
+        dw = self._dyadic_width()
+        if dw is not None:
+            return Fraction(dw[1], 1 << dw[0])
         return max(b - a for a, b in zip(self.lo, self.hi))
+
+    def size(self) -> float:
+        """The width as a float (``float(width())``, without the Fraction on a dyadic box)."""
+        dw = self._dyadic_width()
+        if dw is not None and dw[1] < _EXACT and dw[0] <= 960:
+            return math.ldexp(dw[1], -dw[0])
+        return float(self.width())
+
+    def half_width_below(self, q) -> bool:
+        """``width() / 2 < q`` (exact; in integers on a dyadic box and an int or Fraction ``q``)."""
+        if type(q) is Fraction or type(q) is int:
+            dw = self._dyadic_width()
+            if dw is not None:
+                return dw[1] * q.denominator < q.numerator << (dw[0] + 1)
+        return self.width() / 2 < q
 
     def volume(self) -> Fraction:
         """``prod_i (hi_i - lo_i)``, exact."""
+        dy = self.dyadic()
+        if dy is not None:
+            return _dyadic_measure(dy, range(len(self.lo)))
         v = Fraction(1)
         for a, b in zip(self.lo, self.hi):
             v *= Fraction(b - a)
         return v
 
+    def doubles(self):
+        """``(lo, hi)``, tuples of doubles equal to the ends exactly, or None when some end is not
+        such a double (or not known to be: see the class docstring)."""
+        dy = self.dyadic()
+        if dy is None:
+            return None
+        k, nlo, nhi = dy
+        ends = nlo + nhi
+        if k > 960 or min(ends) <= -_EXACT or max(ends) >= _EXACT:
+            return None
+        s = 2.0**-k  # a normal power of two: the products are exact
+        return tuple([a * s for a in nlo]), tuple([b * s for b in nhi])
+
+    def centre_doubles(self):
+        """The centre as a tuple of doubles equal to it exactly, or None (as :meth:`doubles`)."""
+        dy = self.dyadic()
+        if dy is None or dy[0] >= 960:
+            return None
+        k, nlo, nhi = dy
+        c = [a + b for a, b in zip(nlo, nhi)]
+        if min(c) <= -_EXACT or max(c) >= _EXACT:
+            return None
+        s = 2.0 ** -(k + 1)
+        return tuple([v * s for v in c])
+
+    def sort_key(self, k: int | None = None):
+        """A key ordering boxes as ``(lo, hi)`` does (lexicographic, exact): for dyadic boxes the
+        numerators over the common denominator ``2^k`` (``k`` at least every box's), else the
+        ends themselves."""
+        dy = self.dyadic()
+        if dy is None or k is None:
+            return (self.lo, self.hi)
+        s = k - dy[0]
+        return (tuple(a << s for a in dy[1]), tuple(b << s for b in dy[2]))
+
     def as_json(self):
         return {"lo": [str(v) for v in self.lo], "hi": [str(v) for v in self.hi]}
+
+
+_UNSET = object()
+#: Integers of magnitude below this convert to doubles exactly.
+_EXACT = 2**53
+
+
+def _reduced(k: int, nlo: tuple, nhi: tuple):
+    """``(k, nlo, nhi)`` with the common factors of two taken out (the least ``k >= 0``)."""
+    z = 0
+    for v in nlo + nhi:
+        z |= v
+    if z == 0:
+        return (0, nlo, nhi)
+    s = min(k, (z & -z).bit_length() - 1)
+    if s == 0:
+        return (k, nlo, nhi)
+    return (k - s, tuple(v >> s for v in nlo), tuple(v >> s for v in nhi))
+
+
+def _dyadic_form(lo, hi):
+    """The dyadic form of a box's ends (see :class:`Box`), or None."""
+    ks = []
+    for v in lo + hi:
+        if isinstance(v, bool) or not isinstance(v, (int, Fraction)):
+            return None
+        den = v.denominator
+        if den & (den - 1):
+            return None
+        ks.append(den.bit_length() - 1)
+    k = max(ks, default=0)
+    n = [v.numerator << (k - j) for v, j in zip(lo + hi, ks)]
+    return _reduced(k, tuple(n[:len(lo)]), tuple(n[len(lo):]))
+
+
+def _dyadic_measure(dy, axes) -> Fraction:
+    """``prod_{i in axes} (hi_i - lo_i)`` of a dyadic form, exact."""
+    k, nlo, nhi = dy
+    v, m = 1, 0
+    for i in axes:
+        v *= nhi[i] - nlo[i]
+        m += k
+    return Fraction(v, 1 << m)
 
 
 def float_evaluator(model, prec: int):
@@ -175,13 +329,16 @@ def output_count(model: Transformer, m: int) -> int:
 class Enclosure:
     """``lo[k] <= T_k(x) <= hi[k]`` for every ``x`` of a box (exact rationals), and the numbers of
     the rigorous context that produced it (``ctx``, ``vals``: Taylor models keep the correlation
-    between outputs; None for the float pass and for an enclosure inherited from the parent)."""
+    between outputs; None for the float pass and for an enclosure inherited from the parent).
+    ``objectives``: ``(lo, hi)`` (exact) of ``<c, T(x)>`` for each objective row ``c`` of the
+    evaluator (:attr:`BoxEvaluator.objectives`), or None where none was bounded on its own."""
 
     lo: tuple
     hi: tuple
     method: str  # "float", "linear", "taylor", "ball", "exact" or "parent"
     ctx: object = None
     vals: list | None = None
+    objectives: tuple | None = None
 
     def meet(self, parent: Enclosure | None) -> Enclosure:
         """The intersection with the parent's enclosure (which also holds on this box)."""
@@ -191,10 +348,20 @@ class Enclosure:
         hi = tuple(min(a, b) for a, b in zip(self.hi, parent.hi))
         if any(a > b for a, b in zip(lo, hi)):
             raise ArithmeticError("two enclosures of one box are disjoint: an evaluation is unsound")
-        return Enclosure(lo, hi, self.method, self.ctx, self.vals)
+        return Enclosure(lo, hi, self.method, self.ctx, self.vals, _meet_pairs(self.objectives, parent.objectives))
 
     def width(self) -> Fraction:
         return max(b - a for a, b in zip(self.lo, self.hi))
+
+
+def _meet_pairs(a: tuple | None, b: tuple | None) -> tuple | None:
+    """Two lists of ``(lo, hi)`` bounds of the same quantities met (either alone where the other is None)."""
+    if a is None or b is None:
+        return a if b is None else b
+    out = tuple((max(x[0], y[0]), min(x[1], y[1])) for x, y in zip(a, b))
+    if any(lo > hi for lo, hi in out):
+        raise ArithmeticError("two bounds of one objective are disjoint: an evaluation is unsound")
+    return out
 
 
 def _is_point(box: Box) -> bool:
@@ -203,6 +370,9 @@ def _is_point(box: Box) -> bool:
 
 def measure(box: Box, axes) -> Fraction:
     """The volume of ``box`` along ``axes`` (the sides of positive width of the searched box)."""
+    dy = box.dyadic()
+    if dy is not None:
+        return _dyadic_measure(dy, axes)
     v = Fraction(1)
     for i in axes:
         v *= box.hi[i] - box.lo[i]
@@ -213,8 +383,13 @@ class BoxEvaluator:
     """A model's outputs enclosed over boxes (float batch, Arb Taylor models, balls, exact at a
     point), evaluated at points for sampling (float, not rigorous), and rigorously at a point."""
 
-    def __init__(self, model: Transformer, prec: int = 128, fast: bool = True, linear: bool | str = False):
+    def __init__(self, model: Transformer, prec: int = 128, fast: bool = True, linear: bool | str = False,
+                 objectives: list | None = None):
         self.model = model
+        #: rows ``c`` (exact, one entry per output) whose ``<c, T(x)>`` a layer graph's backward
+        #: linear bounds start from (:func:`symbounds.core.linear_graph.linear_graph_objective_bounds`),
+        #: recorded in each enclosure's ``objectives``
+        self.objectives = [list(c) for c in objectives] if objectives else None
         self.prec = int(prec)
         self.fast = float_evaluator(model, self.prec) if fast else None
         #: backward linear bounds met with the float pass (:mod:`symbounds.core.linear_bounds`):
@@ -280,7 +455,7 @@ class BoxEvaluator:
         for i, e in enumerate(out):
             p = parents[i]
             if e is None:
-                out[i] = None if p is None else Enclosure(p.lo, p.hi, "parent")
+                out[i] = None if p is None else Enclosure(p.lo, p.hi, "parent", objectives=p.objectives)
             else:
                 out[i] = e.meet(p)
             if out[i] is not None:
@@ -326,7 +501,7 @@ class BoxEvaluator:
             pass
         enc = ball_enc if taylor is None else taylor.meet(ball_enc)
         if self.graph_linear:
-            enc = _meet_graph_linear(self.model, box, self.prec, enc)
+            enc = meet_graph_linear(self.model, box, self.prec, enc, self.objectives)
         return enc
 
     def _exact(self, x) -> Enclosure | None:
@@ -407,29 +582,37 @@ def _usable(b) -> bool:
     return b.is_finite() and abs(b).upper() < _HUGE
 
 
-def _meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None) -> Enclosure | None:
+def meet_graph_linear(graph, box: Box, prec: int, enc: Enclosure | None,
+                       rows: list | None = None) -> Enclosure | None:
     """``enc`` met with the graph's backward linear bounds over ``box`` (method "linear" where those
-    are narrower at some output; Taylor models, which keep the outputs' correlation, stay with it)."""
-    from .linear_graph import linear_graph_bounds
+    are narrower at some output; Taylor models, which keep the outputs' correlation, stay with it);
+    with objective ``rows``, also the bounds of ``<c, T>`` from the pass started at each row ``c``
+    (the enclosure's ``objectives``)."""
+    from .linear_graph import linear_graph_objective_bounds
 
     try:
-        lin = linear_graph_bounds(graph, box.centre, box.half, prec)
+        lin, objs = linear_graph_objective_bounds(graph, box.centre, box.half, rows, prec)
     except (Undecided, ZeroDivisionError, ValueError):
-        lin = None
-    if lin is None or not all(_usable(a) and _usable(b) for a, b in lin):
-        return enc
+        lin = objs = None
     ball = BallContext(prec)
+    pairs = None
+    if objs is not None and all(_usable(a) and _usable(b) for a, b in objs):
+        pairs = tuple((ball.to_fraction_bounds(a)[0], ball.to_fraction_bounds(b)[1]) for a, b in objs)
+    if lin is None or not all(_usable(a) and _usable(b) for a, b in lin):
+        if enc is None or pairs is None:
+            return enc
+        return Enclosure(enc.lo, enc.hi, enc.method, enc.ctx, enc.vals, _meet_pairs(enc.objectives, pairs))
     lo = tuple(ball.to_fraction_bounds(a)[0] for a, _ in lin)
     hi = tuple(ball.to_fraction_bounds(b)[1] for _, b in lin)
     if enc is None:
-        return Enclosure(lo, hi, "linear")
-    met = enc.meet(Enclosure(lo, hi, "linear"))
+        return Enclosure(lo, hi, "linear", objectives=pairs)
+    met = enc.meet(Enclosure(lo, hi, "linear", objectives=pairs))
     narrower = any(a > b for a, b in zip(met.lo, enc.lo)) or any(a < b for a, b in zip(met.hi, enc.hi))
     if not narrower:
         return met
     # the Taylor models stay with a "linear" enclosure (a property's constraint reads them); balls do not
     keep = (enc.ctx, enc.vals) if enc.method == "taylor" else (None, None)
-    return Enclosure(met.lo, met.hi, "linear", *keep)
+    return Enclosure(met.lo, met.hi, "linear", *keep, met.objectives)
 
 
 def _from_balls(ball: BallContext, balls, method, ctx, vals) -> Enclosure:
@@ -785,7 +968,7 @@ def search(problem: Problem, ev: BoxEvaluator, box: Box, limits: Limits | None =
                     tick += 1
                     heapq.heappush(heap, (now, tick, b, e))
                     continue
-            if b.width() / 2 < limits.min_width:
+            if b.half_width_below(limits.min_width):
                 small.append((b, e))
                 continue
             pick.append((b, e))

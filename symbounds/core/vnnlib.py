@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from itertools import product
@@ -41,7 +42,7 @@ from .graph import Graph
 from .search import BoxEvaluator, Limits, Problem, float_ends, output_count, search
 from .transformer import Transformer
 
-__all__ = ["PropertyProblem", "network_outputs", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
+__all__ = ["PropertyProblem", "StagedEvaluator", "property_evaluator", "network_outputs", "read_vnnlib_text", "SpecError", "Constraint", "Spec", "VerifyResult", "parse_vnnlib", "load_vnnlib", "verify"]
 
 MAX_PROPERTY_BYTES = 4 * 2**20
 MAX_DISJUNCTS = 4096
@@ -326,18 +327,31 @@ class VerifyResult:
 class _Property(Problem):
     """No input of the box reaches the unsafe region: a box is decided when on it every disjunct
     has a constraint whose enclosure lies on its false side; a point refutes when its rigorous
-    outputs make every constraint of one disjunct true."""
+    outputs make every constraint of one disjunct true.
+
+    :attr:`c_rows` lists the left sides ``c`` (dense, without the constant) of the constraints
+    over two or more outputs, once each: an evaluator given them (``BoxEvaluator(...,
+    objectives=...)``) bounds each ``<c, Y>`` on its own, a layer graph's backward linear pass
+    starting from ``c`` (:mod:`symbounds.core.linear_graph`), where correlated outputs cancel."""
 
     def __init__(self, spec: Spec, k: int):
         self.spec = spec
         self.k = k
         self.rows = [[(np.array([float(a) for a in _dense(c, k)]), float(c.const), c) for c in conj]
                      for conj in spec.unsafe]
+        self._slot: dict = {}
+        self.c_rows: list = []
+        for conj in spec.unsafe:
+            for c in conj:
+                key = tuple(_dense(c, k))
+                if len(c.coeffs) > 1 and key not in self._slot:
+                    self._slot[key] = len(self.c_rows)
+                    self.c_rows.append(list(key))
 
-    @staticmethod
-    def _range(c: Constraint, enc) -> tuple[Fraction, Fraction]:
+    def _range(self, c: Constraint, enc) -> tuple[Fraction, Fraction]:
         """Exact ends of the constraint's value over the box: interval arithmetic on the outputs'
-        enclosures, met with the Taylor models' own (which keep the outputs' correlation)."""
+        enclosures, met with the Taylor models' own (which keep the outputs' correlation) and with
+        the enclosure's own bound of ``<c, Y>`` (:attr:`c_rows`), the tightest of the three."""
         lo = hi = c.const
         for j, a in c.coeffs:
             lo += a * (enc.lo[j] if a > 0 else enc.hi[j])
@@ -345,6 +359,12 @@ class _Property(Problem):
         if enc.vals is not None and enc.method in ("taylor", "linear") and len(c.coeffs) > 1:
             tlo, thi = enclosure(enc.ctx, _value(enc.ctx, c, enc.vals))
             lo, hi = max(lo, tlo), min(hi, thi)
+        objs = getattr(enc, "objectives", None)
+        if objs is not None and len(c.coeffs) > 1:
+            slot = self._slot.get(tuple(_dense(c, self.k)))
+            if slot is not None and slot < len(objs):
+                olo, ohi = objs[slot]
+                lo, hi = max(lo, olo + c.const), min(hi, ohi + c.const)
         return lo, hi
 
     def decide(self, box, enc):
@@ -432,11 +452,58 @@ def counterexample_at(model: Transformer, spec: Spec, x, prec: int):
     return None if enc is None else _Property(spec, len(enc.lo)).refutes(x, enc)
 
 
+class StagedEvaluator(BoxEvaluator):
+    """A layer graph's evaluator for a property: each box is enclosed in Arb Taylor models and balls
+    first (met with its parent's), and only where ``decide`` leaves that enclosure undecided is it
+    met with the backward linear bounds as well (of every output and, with ``rows``, of each row
+    ``c``: :func:`symbounds.core.search.meet_graph_linear`) -- the linear relaxations of smooth
+    activations cost tens of Taylor passes, and most boxes of an easy property need none.  A
+    deterministic rule, so the certificate's check re-derives the same enclosures."""
+
+    def __init__(self, model, prec: int, decide, rows: list | None, linear: bool | str = "auto"):
+        super().__init__(model, prec, linear=linear, objectives=rows)
+        self.staged, self.graph_linear = self.graph_linear, False
+        self._decide = decide
+
+    def enclose(self, boxes, parents=None, deadline=None):
+        out = super().enclose(boxes, parents, deadline)
+        if not self.staged:
+            return out
+        from .search import meet_graph_linear
+
+        for i, (box, e) in enumerate(zip(boxes, out)):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if e is None or e.method == "exact" or self._decide(box, e) is Verdict.PROVED:
+                continue
+            met = meet_graph_linear(self.model, box, self.prec, e, self.objectives)
+            if met is not None and met is not e:
+                if met.method != e.method:
+                    self.counts[e.method] -= 1
+                    self.counts[met.method] = self.counts.get(met.method, 0) + 1
+                out[i] = met
+        return out
+
+
+def property_evaluator(model, problem: _Property, prec: int, linear: bool | str = "auto",
+                       objectives: bool = True) -> BoxEvaluator:
+    """The evaluator of a property's search, and of its certificate's check (the same, so that the
+    check re-derives every leaf): for a layer graph, :class:`StagedEvaluator` -- its Arb Taylor
+    models and balls, met where they leave a box undecided with the backward linear bounds
+    (``linear``: "auto" for small graphs, :func:`symbounds.core.linear_graph.small_graph`; False:
+    none) started from the outputs and, with ``objectives``, from each constraint's row ``c`` over
+    several outputs (:attr:`_Property.c_rows`); a model file's as before (no linear bounds)."""
+    if not isinstance(model, Graph):
+        return BoxEvaluator(model, prec)
+    return StagedEvaluator(model, prec, problem.decide, problem.c_rows if objectives else None, linear)
+
+
 def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 20000,
            min_width=Fraction(1, 2**20), timeout: float | None = None, progress=None,
-           seed: int = 0) -> VerifyResult:
+           seed: int = 0, linear: bool | str = "auto", objectives: bool = True) -> VerifyResult:
     """Prove, refute or leave undecided that no input of the spec's box reaches the unsafe region
-    (best-first search, :func:`symbounds.core.search.search`)."""
+    (best-first search, :func:`symbounds.core.search.search`; the evaluator
+    :func:`property_evaluator`: ``linear`` and ``objectives`` choose a layer graph's linear bounds)."""
     box = check_box(model, spec.lo, spec.hi)
     k = network_outputs(model, len(box.lo))
     used = max((j for conj in spec.unsafe for c in conj for j, _ in c.coeffs), default=-1)
@@ -444,7 +511,8 @@ def verify(model: Transformer, spec: Spec, prec: int = 128, max_boxes: int = 200
         raise SpecError(f"the property has {spec.outputs} outputs, the model has {k}")
     # the smallest width relative to the property's box too: a box narrower than 2^-20 is still split
     smallest = min(Fraction(min_width), box.width() * Fraction(min_width)) if box.width() > 0 else Fraction(min_width)
-    res = search(_Property(spec, k), BoxEvaluator(model, prec), box,
+    problem = _Property(spec, k)
+    res = search(problem, property_evaluator(model, problem, prec, linear, objectives), box,
                  Limits(max_boxes=max_boxes, timeout=timeout, min_width=smallest, seed=seed), progress)
     return VerifyResult(res.verdict, res.counterexample, res.evaluated, [b for b, _ in res.open]
                         if res.verdict is Verdict.UNDECIDED else [], res.seconds, set(res.methods),

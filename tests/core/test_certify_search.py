@@ -38,9 +38,9 @@ def test_the_size_of_a_step_changes_no_box_of_the_certificate(monkeypatch):
     """Four boxes halved per step instead of 4,096 (so the levels are cut into many steps): the
     same boxes proved with the same bounds, each at least the exact sup over its box."""
     mj = identity_json()
-    whole = certify_model(mj, "x1**2", 1, EPS, CertifyOptions())
+    whole = certify_model(mj, "x1**2", 1, EPS, CertifyOptions(initial=64))
     monkeypatch.setattr(boxes_mod, "STEP", 4)
-    small = certify_model(mj, "x1**2", 1, EPS, CertifyOptions())
+    small = certify_model(mj, "x1**2", 1, EPS, CertifyOptions(initial=64))
     assert whole.verdict == small.verdict == "proved"
     assert whole.boxes == small.boxes and whole.evaluated == small.evaluated > 64
     assert all(exact_sup(b) <= bound <= EPS for b, bound in whole.boxes)
@@ -52,7 +52,7 @@ def test_at_most_max_boxes_are_evaluated_and_the_open_boxes_are_left_as_halves()
     """A budget of 70 boxes after a first grid of 64: the next step is cut to three boxes halved
     (70 evaluated, not 64 and not more than 70); the boxes left open are reported as their halves,
     and proved and undecided boxes tile the cube."""
-    res = certify_model(identity_json(), "x1**2", 1, EPS, CertifyOptions(max_boxes=70))
+    res = certify_model(identity_json(), "x1**2", 1, EPS, CertifyOptions(initial=64, max_boxes=70))
     assert res.verdict == "undecided" and res.stopped == "max-boxes" and res.evaluated == 70
     assert boxes_cover_cube(tiles(res), 1) and sum(b.volume() for b in tiles(res)) == 1
     assert all(exact_sup(b) <= bound <= EPS for b, bound in res.boxes)
@@ -60,14 +60,14 @@ def test_at_most_max_boxes_are_evaluated_and_the_open_boxes_are_left_as_halves()
 
 
 def test_a_first_grid_larger_than_the_budget_is_left_undecided_unevaluated():
-    res = certify_model(identity_json(), "x1**2", 1, EPS, CertifyOptions(max_boxes=63))
+    res = certify_model(identity_json(), "x1**2", 1, EPS, CertifyOptions(initial=64, max_boxes=63))
     assert res.verdict == "undecided" and res.evaluated == 0 and res.boxes == []
     assert res.undecided == boxes_mod._initial_boxes(1, 64)
 
 
 def test_a_timeout_ends_undecided_with_the_boxes_proved_so_far():
     """A timeout of 0 s: the first grid is evaluated, then the search stops between steps."""
-    res = certify_model(identity_json(), "x1**2", 1, EPS, CertifyOptions(timeout=0))
+    res = certify_model(identity_json(), "x1**2", 1, EPS, CertifyOptions(initial=64, timeout=0))
     assert res.verdict == "undecided" and res.stopped == "timeout" and res.evaluated == 64
     assert res.boxes and all(exact_sup(b) <= bound <= EPS for b, bound in res.boxes)
     assert boxes_cover_cube(tiles(res), 1) and sum(b.volume() for b in tiles(res)) == 1

@@ -36,7 +36,7 @@ DATA = ROOT / "tests" / "data"
 STORED = sorted((DATA / "certificates").glob("*.json"))
 SMALL_PATH = DATA / "certificates" / "v0.1-d1-small.json"
 SMALL = json.loads(SMALL_PATH.read_text())
-MAX_LINES = 1600
+MAX_LINES = 1900
 CLASS_PATH = DATA / "class_certificates" / "d1-eps-1-2.json"
 CLASS = json.loads(CLASS_PATH.read_text())
 
@@ -637,7 +637,7 @@ def test_symbounds_check_reports_both(capsys, monkeypatch):
 
     code, out, err = run_cli(capsys, "check", str(SMALL_PATH), "--quiet")
     assert code == 0 and "certificate valid" in out and "independent kernel: accepted" in out
-    def reject(cert, progress=None):
+    def reject(cert, progress=None, **_):
         raise read.Rejected("no")
 
     monkeypatch.setattr(symbounds_kernel, "check", reject)
@@ -700,7 +700,7 @@ def test_main_reads_its_arguments(monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("accepted: 64 boxes cover [0,1]^1")
     monkeypatch.setattr(sys, "argv", ["symbounds_kernel"])
     assert main() == 2
-    assert capsys.readouterr().err == "usage: python -m symbounds_kernel CERT.json\n"
+    assert capsys.readouterr().err == "usage: python -m symbounds_kernel [--workers N (1..256)] CERT.json\n"
     assert main([str(DATA / "kernel_corpus" / "box_dropped.json")]) == 1
     assert capsys.readouterr().out == "rejected: the boxes do not cover [0,1]^1\n"
     assert main([str(DATA / "kernel_corpus" / "json_float_bound.json")]) == 2
@@ -719,7 +719,7 @@ def test_a_json_float_is_named_in_the_message(tmp_path):
     (TypeError("one\ntwo"), "TypeError: one"), (RecursionError("deep"), "RecursionError: deep"),
 ])
 def test_an_unexpected_error_is_a_one_line_rejection(monkeypatch, error, reason):
-    def fail(cert, progress=None):
+    def fail(cert, progress=None, **_):
         raise error
 
     monkeypatch.setattr(symbounds_kernel, "check", fail)
@@ -1116,3 +1116,47 @@ def test_taylor_rests_are_carried_and_reciprocal_ranges_checked():
     for t in (taylor.TM(arb(1), [arb(1)], arb(0)), taylor.TM(arb(-1), [arb(1)], arb(0))):  # [0, 2], [-2, 0]
         with pytest.raises(ArithmeticError, match=r"^a reciprocal of a range containing 0$"):
             taylor.recip(t, h)
+
+
+# ------------------------------------------------------------------------------------------
+# worker processes (verify._first_failure)
+
+@pytest.mark.parametrize("name", ["bound_lowered_below_the_truth", "bound_lowered_to_zero", "weight_changed_by_one_ulp"])
+def test_worker_processes_reject_what_one_process_rejects(name):
+    path = str(DATA / "kernel_corpus" / f"{name}.json")
+    one = symbounds_kernel.check_file(path)
+    two = symbounds_kernel.check_file(path, workers=2)
+    assert not one[0] and not two[0]
+    if name.startswith("bound"):  # found by a box's own check, in whichever process
+        assert "the kernel cannot bound |T - g| by its recorded bound" in one[1] and two[1].startswith("box ")
+        assert "the kernel cannot bound |T - g| by its recorded bound" in two[1]
+    else:
+        assert one[1] == two[1]
+
+
+def test_symbounds_check_takes_workers(capsys):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cli_helpers import run_cli
+
+    code, out, err = run_cli(capsys, "check", str(SMALL_PATH), "--quiet", "--workers", "2")
+    assert code == 0 and "independent kernel: accepted" in out
+    code, out, err = run_cli(capsys, "check", str(SMALL_PATH), "--quiet", "--workers", "0")
+    assert code == 2 and err.strip() == "symbounds: error: --workers 0: use between 1 and 256"
+
+
+def test_worker_processes_accept_and_report_progress_by_chunks():
+    seen = []
+    ok, reason = symbounds_kernel.check_file(str(SMALL_PATH), lambda done, total: seen.append((done, total)),
+                                             workers=2)
+    assert ok and reason.startswith("64 boxes cover [0,1]^1")
+    assert sorted(seen) == [(32, 64), (64, 64)]
+
+
+def test_main_takes_workers(capsys):
+    from symbounds_kernel.__main__ import main
+
+    assert main(["--workers", "2", str(SMALL_PATH)]) == 0
+    assert capsys.readouterr().out.startswith("accepted: 64 boxes")
+    for bad in (["--workers", "0", str(SMALL_PATH)], ["--workers", "x", str(SMALL_PATH)], ["--workers", str(SMALL_PATH)]):
+        assert main(bad) == 2
+        assert capsys.readouterr().err.startswith("usage: python -m symbounds_kernel [--workers N")

@@ -199,7 +199,7 @@ def test_symbounds_check_reports_the_kernel_on_property_certificates(capsys, mon
     assert code == 0 and "property certificate valid" in out and "independent kernel: accepted: 17 leaves" in out
     assert "not run" not in out
 
-    def reject(cert, progress=None):
+    def reject(cert, progress=None, **_):
         raise Rejected("no")
 
     monkeypatch.setattr(symbounds_kernel, "check_property", reject)
