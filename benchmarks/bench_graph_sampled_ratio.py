@@ -1,7 +1,8 @@
 """Width of ``bound``'s default adaptive enclosure over the range onnxruntime reaches, per layer kind.
 
     PYTHONPATH=. python3 benchmarks/bench_graph_sampled_ratio.py [--kinds relu,mha,...] [--samples 2000]
-        [--boxes 3] [--max-boxes N] [--timeout S] [--linear auto|on|off] [--out ratios.json]
+        [--boxes 3] [--max-boxes N] [--timeout S] [--linear auto|on|off] [--attention-taylor]
+        [--out ratios.json]
 
 Every network is built in PyTorch (float64, seeded), exported with ``torch.onnx.export`` (opset
 17) and imported as a layer graph (:func:`symbounds.core.onnx_graph.onnx_to_graph`).  Boxes of
@@ -11,7 +12,9 @@ uniform points, as many random corners, and the two extreme corners.  Reported p
 largest over boxes and outputs of ``(upper - lower) / (sampled max - sampled min)`` (the sampled
 range lies inside the true range, so the ratio is at least the enclosure's over the true range),
 the sub-boxes and the CPU seconds of ``bound``.  An enclosure missing a sampled value is reported
-as ``MISSED`` (a soundness failure).  No assertions.
+as ``MISSED`` (a soundness failure).  ``--attention-taylor`` drops the backward passes that relax
+softmax attention (the node then enters every pass as its Taylor model, as before the relaxation),
+for the before/after comparison.  No assertions.
 """
 
 from __future__ import annotations
@@ -189,8 +192,14 @@ def main():
     ap.add_argument("--max-boxes", type=int, default=None)
     ap.add_argument("--timeout", type=float, default=None)
     ap.add_argument("--linear", default="auto", choices=("auto", "on", "off"))
+    ap.add_argument("--attention-taylor", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.attention_taylor:
+        from symbounds.core import linear_graph as lg
+
+        passes = lg._Bounds._passes
+        lg._Bounds._passes = lambda self, upto: [p for p in passes(self, upto) if p[1]] or passes(self, upto)
     all_nets = nets()
     kinds = args.kinds.split(",") if args.kinds else list(all_nets)
     rows = []
