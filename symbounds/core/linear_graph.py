@@ -25,8 +25,16 @@ output to the input, each by a linear function of its input(s):
 * **LayerNorm and RMSNorm** are taken apart (:func:`_norm_ops`): the centring and the mean are
   affine, the square and the reciprocal root are functions as above, and each product ``d_j s`` is
   bounded by McCormick's planes (:meth:`_Bounds._bilinear`);
-* **attention** (any other node) enters as its first-order Taylor model from the forward pass,
-  ``y in c + <g, delta> + [-r, r]``: ``<Lambda, y> >= <Lambda, c> + <g^T Lambda, delta> -
+* **softmax attention** is taken apart (:func:`_attention_ops`): the projections are affine, the
+  score differences ``d_jkl = scale <q_j, k_l - k_k>`` are sums of products bounded by McCormick's
+  planes (with the ranges of ``q_j`` and of ``k_l - k_k``, each met with its own backward
+  bounds), ``e = exp(d)`` and the weight ``w_jk = 1 / (1 + sum_(l != k) e_jkl)`` (the softmax
+  divided through by ``e^(s_k)``, so the reciprocal's input is ``>= 1``) are convex functions
+  with closed-form lines (:func:`_convex`), and ``o_j = sum_k w_jk v_k`` is McCormick's again,
+  the weights' ranges met with ``[0, 1]``.  One more backward pass takes the node instead as its
+  first-order Taylor model from the forward pass (below), each bound keeping the better;
+* **hardmax attention** (any other node) enters as its first-order Taylor model from the forward
+  pass, ``y in c + <g, delta> + [-r, r]``: ``<Lambda, y> >= <Lambda, c> + <g^T Lambda, delta> -
   <|Lambda|, r>``.
 
 The range ``[l, u]`` of a function's input is its Taylor model's range met with the same backward
@@ -50,7 +58,7 @@ import flint
 from . import activations as act
 from . import graph as gr
 from . import graph_tokens as gt
-from .contexts import BallContext
+from .contexts import BallContext, Undecided
 from .exact import arb_to_fraction
 from .taylor import TaylorContext
 
@@ -222,12 +230,14 @@ class _Op:
     ``forward(ctx, rows)`` computes one row from one row of each input, or, with ``tensor``, the
     whole output from the inputs' rows."""
 
-    __slots__ = ("name", "kind", "inputs", "width", "W", "b", "f", "lo", "alpha", "node", "forward", "tensor")
+    __slots__ = ("name", "kind", "inputs", "width", "W", "b", "f", "lo", "alpha", "node", "forward", "tensor",
+                 "convex", "fin", "att", "cut")
 
     def __init__(self, name, kind, inputs, width, forward, **kw):
         self.name, self.kind, self.inputs, self.width, self.forward = name, kind, tuple(inputs), width, forward
         self.W = self.b = self.f = self.lo = self.alpha = self.node = None
-        self.tensor = False
+        self.convex = self.fin = self.att = None
+        self.tensor = self.cut = False
         for k, v in kw.items():
             setattr(self, k, v)
 
@@ -278,6 +288,162 @@ def _norm_ops(nd, src: str, n: int) -> list:
     return ops
 
 
+class _Att:
+    """The shape of a softmax attention node's relaxation: ``H`` heads of query/key width ``dk``
+    and value width ``dv``, sequences of ``L`` rows (``seq_of[t]``: row ``t``'s sequence and its
+    position in it), the keys each position attends (``keys``), and ``scale`` (a ball, set per
+    precision).  Tensor ``d`` has, per row and head ``i``, one column per ordered pair ``(k, l)``,
+    ``k != l``, of positions (:meth:`pair`); ``w`` one per position (:meth:`key`)."""
+
+    def __init__(self, graph, nd):
+        p = nd.params
+        self.H = int(p["heads"])
+        self.Eq, self.Ev = len(p["Wq"]), len(p["Wv"])
+        self.dk, self.dv = self.Eq // self.H, self.Ev // self.H
+        T = graph.tokens_of[nd.inputs[0]]
+        self.L = p.get("sequence_length") or T
+        self.keys = gt.allowed_keys(p.get("mask"), self.L)
+        self.seqs = gt.sequences(T, self.L, p.get("layout") or "batch_major")
+        self.seq_of = {}
+        for s, seq in enumerate(self.seqs):
+            for jp, t in enumerate(seq):
+                self.seq_of[t] = (s, jp)
+        self.scale = p["scale"]
+
+    def pair(self, i: int, k: int, l: int) -> int:
+        L = self.L
+        return i * L * (L - 1) + k * (L - 1) + (l if l < k else l - 1)
+
+    def key(self, i: int, k: int) -> int:
+        return i * self.L + k
+
+    def scale_ball(self) -> flint.arb:
+        """The score factor as a ball at the current precision (``1/sqrt(n)`` enclosed)."""
+        s = self.scale
+        if isinstance(s, dict):
+            return 1 / flint.arb(int(s["inv_sqrt"])).sqrt()
+        return _q(s)
+
+
+def _blank(ctx, n: int) -> list:
+    """``n`` models enclosing nothing (infinite): the forward pass's value of a tensor whose model
+    failed; its ranges then come from the backward bounds alone."""
+    return [TaylorContext.hull(ctx, flint.arb(0, flint.arb("inf"))) for _ in range(n)]
+
+
+def _attention_ops(graph, nd, src: str) -> list:
+    """Softmax attention (:mod:`symbounds.core.graph_tokens`) taken apart, per head ``i`` and query
+    row ``j`` of a sequence (positions ``k, l`` among the keys ``j`` attends)::
+
+        q = Wq x + bq,  k = Wk x + bk,  v = Wv x + bv                      (affine, per row)
+        d_jkl = scale <q_j^i, k_l^i - k_k^i>                             ("scores": McCormick)
+        e_jkl = exp(d_jkl)                                                (convex: chord, tangent)
+        z_jk = 1 + sum_(l != k) e_jkl                                     (affine, per row)
+        w_jk = 1 / z_jk                                                   (convex on [1, inf))
+        o_j^i = sum_k w_jk v_k^i                                          ("mix": McCormick)
+        y_j = Wo [o_j^1; ...; o_j^H] + bo                                 (affine)
+
+    ``w_jk = e^(s_k) / sum_l e^(s_l)`` exactly (the softmax divided through by ``e^(s_k)``), so
+    ``z >= 1`` by construction and the reciprocal is relaxed on ``[1, inf)`` met with ``z``'s
+    range.  The pairs ``(k, l)`` a query does not attend, and the keys it does not attend, are the
+    constants 0 and 1 and receive no coefficient.  The forward pass gives the node's own model
+    (:func:`symbounds.core.graph_tokens.attention`, the tighter) to the output; a backward pass
+    with ``cut`` takes that model instead of the relaxation."""
+    p, name = nd.params, nd.name
+    A = _Att(graph, nd)
+    zeros = lambda n: [Fraction(0)] * n
+    ops = [_affine_op(f"{name}/q", src, p["Wq"], p.get("bq") or zeros(A.Eq)),
+           _affine_op(f"{name}/k", src, p["Wk"], p.get("bk") or zeros(A.Eq)),
+           _affine_op(f"{name}/v", src, p["Wv"], p.get("bv") or zeros(A.Ev))]
+    L, H = A.L, A.H
+    nd_w, nz = H * L * (L - 1), H * L
+
+    def scores(ctx, args):
+        Q, K = args
+        sc = graph.numeric(ctx)[name]["scale"]
+        out = []
+        for t in range(len(Q)):
+            s, jp = A.seq_of[t]
+            seq, row = A.seqs[s], [ctx.zero] * nd_w
+            try:
+                for i in range(H):
+                    hk = slice(i * A.dk, (i + 1) * A.dk)
+                    q = Q[t][hk]
+                    for k in A.keys[jp]:
+                        for l in A.keys[jp]:
+                            if l != k:
+                                diff = [a - b for a, b in zip(K[seq[l]][hk], K[seq[k]][hk])]
+                                row[A.pair(i, k, l)] = gt._dot(ctx, q, diff) * sc
+            except (Undecided, ZeroDivisionError, ValueError):
+                row = _blank(ctx, nd_w)
+            out.append(row)
+        return out
+
+    ops.append(_Op(f"{name}/d", "scores", [f"{name}/q", f"{name}/k"], nd_w, scores, tensor=True, att=A))
+    ex = lambda ctx, v: act.exp(ctx, v)
+    ops.append(_Op(f"{name}/e", "unary", [f"{name}/d"], nd_w, lambda ctx, rows: [ex(ctx, v) for v in rows[0]],
+                   f=ex, convex="exp"))
+    Wz, bz = [], []
+    for t in range(graph.tokens_of[src]):
+        jp = A.seq_of[t][1]
+        W = [[Fraction(0)] * nd_w for _ in range(nz)]
+        for i in range(H):
+            for k in A.keys[jp]:
+                for l in A.keys[jp]:
+                    if l != k:
+                        W[A.key(i, k)][A.pair(i, k, l)] = Fraction(1)
+        Wz.append(W)
+        bz.append([Fraction(1)] * nz)
+    ops.append(_row_affine_op(f"{name}/z", f"{name}/e", Wz, bz))
+
+    def recip(ctx, v):
+        try:
+            return ctx.one / v
+        except (Undecided, ZeroDivisionError):
+            return TaylorContext.hull(ctx, flint.arb(0.5, 0.5)) if isinstance(ctx, TaylorContext) else ctx.one / v
+
+    ops.append(_Op(f"{name}/w", "unary", [f"{name}/z"], nz, lambda ctx, rows: [recip(ctx, v) for v in rows[0]],
+                   f=recip, lo=Fraction(1), convex="recip"))
+
+    def mix(ctx, args):
+        Wt, V = args
+        out = []
+        for t in range(len(Wt)):
+            s, jp = A.seq_of[t]
+            seq, row = A.seqs[s], []
+            for i in range(H):
+                ks = A.keys[jp]
+                w = [Wt[t][A.key(i, k)] for k in ks]
+                for a in range(i * A.dv, (i + 1) * A.dv):
+                    row.append(gt._dot(ctx, w, [V[seq[k]][a] for k in ks]))
+            out.append(row)
+        return out
+
+    ops.append(_Op(f"{name}/o", "mix", [f"{name}/w", f"{name}/v"], A.Ev, mix, tensor=True, att=A))
+    out = _affine_op(name, f"{name}/o", p["Wo"], p.get("bo") or zeros(len(p["Wo"])))
+    inner = out.forward
+
+    def whole(ctx, args):
+        try:
+            return gr.node_tensor(ctx, nd, graph.numeric(ctx)[name], [args[0]])
+        except (Undecided, ZeroDivisionError, ValueError):
+            return [inner(ctx, [row]) for row in args[1]]
+
+    out.forward, out.tensor, out.fin, out.cut, out.node = whole, True, (src, f"{name}/o"), True, nd
+    ops.append(out)
+    return ops
+
+
+def _row_affine_op(name, src, Ws, bs):
+    """``W_t x + b_t`` with its own exact ``W_t``, ``b_t`` for each row ``t`` (kind "rowaffine")."""
+    ops = [_affine_op(name, src, W, b) for W, b in zip(Ws, bs)]
+
+    def forward(ctx, args):
+        return [o.forward(ctx, [row]) for o, row in zip(ops, args[0])]
+
+    return _Op(name, "rowaffine", [src], len(Ws[0]), forward, tensor=True, W=[o.W for o in ops], b=[o.b for o in ops])
+
+
 def _ops(graph) -> list:
     """The graph's nodes as :class:`_Op` (balls at the current precision)."""
     ops = []
@@ -306,11 +472,62 @@ def _ops(graph) -> list:
             ops.append(_Op(nd.name, "unary", nd.inputs, win, row, f=f))
         elif nd.op in ("layer_norm", "rms_norm"):
             ops.extend(_norm_ops(nd, nd.inputs[0], win))
+        elif nd.op == "attention" and not p.get("hardmax", False):
+            ops.extend(_attention_ops(graph, nd, nd.inputs[0]))
         else:  # the operations that mix rows or take columns
             kind = {"slice": "slice", "concat": "concat", "select_tokens": "select", "mean_tokens": "mean"}.get(nd.op, "cut")
             whole = lambda ctx, args, nd=nd: gr.node_tensor(ctx, nd, graph.numeric(ctx)[nd.name], args)
             ops.append(_Op(nd.name, kind, nd.inputs, graph.widths[nd.name], whole, node=nd, tensor=True))
     return ops
+
+
+def _tighter(b, o):
+    """The meet of two bounds ``(lower, upper)`` of one entry (either alone where the other is None)."""
+    if o is None:
+        return b
+    if b is None:
+        return o
+    return (o[0] if o[0] > b[0] else b[0], o[1] if o[1] < b[1] else b[1])
+
+
+def _mccormick(lx, ux, ly, uy, mode: int):
+    """McCormick's planes of ``x y`` for ``x`` in ``[lx, ux]``, ``y`` in ``[ly, uy]`` (exact balls),
+    each ``(coefficient of x, of y, constant)``: below ``ly x + lx y - lx ly`` (``(x - lx)(y - ly)
+    >= 0``) or ``uy x + ux y - ux uy``, above ``uy x + lx y - lx uy`` or ``ly x + ux y - ux ly``;
+    the first pair in passes 0 and 2, the second in pass 1; and a ball of ``x y``'s range."""
+    if mode != 1:
+        lower, upper = (ly, lx, -(lx * ly)), (uy, lx, -(lx * uy))
+    else:
+        lower, upper = (uy, ux, -(ux * uy)), (ly, ux, -(ux * ly))
+    return lower, upper, lx.union(ux) * ly.union(uy)
+
+
+def _convex(kind: str, lo: flint.arb, hi: flint.arb) -> _Relaxation | None:
+    """``exp`` or ``1/x`` (``lo > 0``) on ``[lo, hi]`` (exact ends), both convex: above, the line of
+    slope ``s`` (the chord's, rounded) through the higher of ``f - s x`` at the two ends (a convex
+    function minus a line is largest at an end); below, ``s x + min_x (f(x) - s x)`` over all ``x``
+    (of the domain), in closed form: ``s - s log s`` for ``exp`` (at ``x = log s``, ``s > 0``),
+    ``2 sqrt(-s)`` for ``1/x`` (at ``x = 1/sqrt(-s)``, ``s < 0``)."""
+    f = (lambda x: x.exp()) if kind == "exp" else (lambda x: 1 / x)
+    fl, fh = f(lo), f(hi)
+    rng = fl.union(fh)
+    if not (_finite(fl) and _finite(fh)):
+        return None
+    zero = flint.arb(0)
+    if lo == hi:
+        return _Relaxation(zero, fl.lower(), zero, fl.upper(), rng)
+    s = ((fh - fl) / (hi - lo)).mid()
+    t1, t2 = (fl - s * lo).upper(), (fh - s * hi).upper()
+    bu = t1 if t1 >= t2 else t2
+    if kind == "exp":
+        if not s > 0:
+            return _Relaxation(zero, fl.lower(), zero, fh.upper(), rng)
+        bl = (s - s * s.log()).lower()
+    else:
+        if not s < 0:
+            return _Relaxation(zero, fh.lower(), zero, fl.upper(), rng)
+        bl = (2 * (-s).sqrt()).lower()
+    return _Relaxation(s, bl, s, bu, rng)
 
 
 class _Bounds:
@@ -350,12 +567,23 @@ class _Bounds:
         self.ranges[name] = out
         return out
 
+    def _passes(self, upto: int) -> list:
+        """The backward passes ``(mode, cut)`` through ops ``0 .. upto - 1``: the modes of
+        :data:`MODES` where an undecided ReLU or a product lies before (else the first), each with
+        the attention relaxed, and one more (mode 0) with every attention node entering as its
+        Taylor model (``cut``) where there is one."""
+        ops = self.ops[:upto]
+        many = any(op.kind in ("bilinear", "scores", "mix") or any(r.through0 for r in self.relax.get(op.name, ()))
+                   for op in ops)
+        out = [(m, False) for m in (MODES if many else MODES[:1])]
+        if any(op.cut for op in ops):
+            out.append((MODES[0], True))
+        return out
+
     def bounds(self, name: str, upto: int):
         """``[(lower, upper)]`` (exact balls, None where not finite) of every entry of ``name`` (row
-        by row), ops ``0 .. upto - 1`` substituted, the best of the passes of :data:`MODES` (one
-        pass when no undecided ReLU and no product lies before)."""
-        # a pass per row: objectives on one row only (an op that mixes rows, attention, enters as its
-        # Taylor model in every input, so the other rows' coefficients stay None)
+        by row), ops ``0 .. upto - 1`` substituted, the best of the passes of :meth:`_passes`."""
+        # a pass per row: objectives on one row (an op that mixes rows gives the other rows coefficients)
         groups = [[t] for t in range(self.rows[name])]
         return self._best(upto, lambda mode: [e for rows in groups for e in self._pass(name, upto, mode, rows)])
 
@@ -363,8 +591,9 @@ class _Bounds:
         """``[(lower, upper)]`` (exact balls, None where not finite) of ``<c, Y>`` for each row ``c``
         of ``rows`` (exact rationals over the graph's outputs, row by row ``Y[t, j]``): one backward
         pass started from the objectives themselves, ``c`` and ``-c`` (each entry a ball holding
-        the exact rational, so the start is rounded outward), the best of :data:`MODES`.  The
-        outputs' correlation cancels in the pass, where combining the per-output bounds
+        the exact rational, so the start is rounded outward), the best of the passes of
+        :meth:`_passes` (the attention relaxed, and taken as its Taylor model).  The outputs'
+        correlation cancels in the pass, where combining the per-output bounds
         ``sum_j c_j [l_j, u_j]`` loses it (``y1 - y2`` with ``y1 = y2 + small``)."""
         name = self.g.output
         T, w = self.rows[name], self.width[name]
@@ -386,31 +615,19 @@ class _Bounds:
         return self._best(len(self.ops), lambda mode: self._pass(name, len(self.ops), mode, None, start))
 
     def _best(self, upto: int, run):
-        """Entry by entry, the tightest of the passes ``run(mode)`` of :data:`MODES` (one pass when
-        no undecided ReLU and no product lies before op ``upto``)."""
-        many = any(op.kind == "bilinear" or any(r.through0 for r in self.relax.get(op.name, ()))
-                   for op in self.ops[:upto])
+        """Entry by entry, the tightest of the passes ``run(mode)``, ``mode`` over
+        :meth:`_passes` of op ``upto``."""
         best = None
-        for mode in (MODES if many else MODES[:1]):
+        for mode in self._passes(upto):
             out = run(mode)
-            if best is None:
-                best = out
-                continue
-            for e, (b, o) in enumerate(zip(best, out)):
-                if o is None:
-                    continue
-                if b is None:
-                    best[e] = o
-                    continue
-                best[e] = (o[0] if o[0] > b[0] else b[0], o[1] if o[1] < b[1] else b[1])
+            best = out if best is None else [_tighter(b, o) for b, o in zip(best, out)]
         return best
 
-    def _pass(self, name: str, upto: int, mode: int, tokens: list, start: list | None = None):
-        """One backward pass: the bounds of the entries of ``name`` in rows ``tokens`` (the other
-        rows' coefficients stay None: no op before ``upto`` mixes rows when ``tokens`` is one row);
-        or, with ``start`` (one ``K x w`` ball matrix or None per row of ``name``, rows ``2e`` and
-        ``2e + 1`` an objective ``c_e`` and ``-c_e``), the bounds of the objectives ``<c_e, Y>``."""
-        g = self.g
+    def _pass(self, name: str, upto: int, mode, tokens: list, start: list | None = None):
+        """One backward pass ``mode`` (``(mode, cut)``): the bounds of the entries of ``name`` in
+        rows ``tokens``; or, with ``start`` (one ``K x w`` ball matrix or None per row of
+        ``name``, rows ``2e`` and ``2e + 1`` an objective ``c_e`` and ``-c_e``), the bounds of the
+        objectives ``<c_e, Y>``."""
         T, w = self.rows[name], self.width[name]
         if start is None:
             K = 2 * len(tokens) * w
@@ -425,12 +642,25 @@ class _Bounds:
         else:
             K = next(M for M in start if M is not None).nrows()
             lam = {name: list(start)}
+        ends = self._lower(lam, K, upto, mode)
+        out = []
+        for e in range(K // 2):
+            lo, neg = ends[2 * e], ends[2 * e + 1]
+            out.append(None if lo is None or neg is None else (lo, -neg))
+        return out
+
+    def _lower(self, lam: dict, K: int, upto: int, mode) -> list:
+        """Lower bounds (exact balls, None where not finite) of the ``K`` objectives ``sum over
+        tensors and rows of <lam[name][t][k], row t of name>``, ops ``0 .. upto - 1`` substituted
+        backwards in pass ``mode`` (``(mode, cut)``)."""
+        g = self.g
+        self.mode, self.cut = mode
         self.const = flint.arb_mat(K, 1)
         self.coef = flint.arb_mat(K, self.n)
         for op in reversed(self.ops[:upto]):
             L = lam.pop(op.name, None)
-            if L is not None:
-                self._op(op, L, lam, mode)
+            if L is not None and any(Lt is not None for Lt in L):
+                self._op(op, L, lam, self.mode)
         const, coef = self.const, self.coef
         L = lam.pop(g.input_name, None)
         if L is not None:
@@ -444,15 +674,11 @@ class _Bounds:
                         const[k, 0] += a * self.ctx.x0[i]
                         coef[k, i] += a
         out = []
-        for e in range(K // 2):
-            ends = []
-            for k in (2 * e, 2 * e + 1):
-                v = const[k, 0]
-                for i in range(self.n):
-                    v += coef[k, i] * flint.arb(0, self.ctx.h[i].upper())
-                ends.append(v.lower() if _finite(v) else None)
-            lo, neg = ends
-            out.append(None if lo is None or neg is None else (lo, -neg))
+        for k in range(K):
+            v = const[k, 0]
+            for i in range(self.n):
+                v += coef[k, i] * flint.arb(0, self.ctx.h[i].upper())
+            out.append(v.lower() if _finite(v) else None)
         return out
 
     @staticmethod
@@ -467,15 +693,21 @@ class _Bounds:
         K = next(Lt for Lt in L if Lt is not None).nrows()
         const = self.const
         rows = [t for t in range(T) if L[t] is not None]
-        if op.kind == "affine":
+        kind = "cut" if op.cut and self.cut else op.kind
+        if kind == "affine":
             for t in rows:
                 const += L[t] * op.b
             self.const = const
             self._add(lam, op.inputs[0], [None if Lt is None else Lt * op.W for Lt in L])
-        elif op.kind == "add":
+        elif kind == "rowaffine":
+            for t in rows:
+                const += L[t] * op.b[t]
+            self.const = const
+            self._add(lam, op.inputs[0], [None if Lt is None else Lt * W for Lt, W in zip(L, op.W)])
+        elif kind == "add":
             self._add(lam, op.inputs[0], L)
             self._add(lam, op.inputs[1], list(L))
-        elif op.kind in ("unary", "relu"):
+        elif kind in ("unary", "relu"):
             rel = self.relax[op.name]
             w = op.width
             out = [None] * T
@@ -499,9 +731,13 @@ class _Bounds:
                             const[k, 0] += m * bu
                 out[t] = M
             self._add(lam, op.inputs[0], out)
-        elif op.kind == "bilinear":
+        elif kind == "bilinear":
             self._bilinear(op, L, lam, mode)
-        elif op.kind in ("slice", "concat", "select", "mean"):
+        elif kind == "scores":
+            self._scores(op, L, lam, mode)
+        elif kind == "mix":
+            self._mix(op, L, lam, mode)
+        elif kind in ("slice", "concat", "select", "mean"):
             self._take(op, L, lam, rows)
         else:  # the Taylor model of the forward pass
             Y = self.vals[op.name]
@@ -593,9 +829,166 @@ class _Bounds:
                     out[t] = L[s] * inv if out[t] is None else out[t] + L[s] * inv
         self._add(lam, src, out)
 
+    def _scores(self, op: _Op, L: list, lam: dict, mode: int):
+        """``d_jkl = scale sum_a q_ja (k_la - k_ka)`` (see :func:`_attention_ops`): each product
+        by :func:`_mccormick` with the ranges of ``q_ja`` and of the key difference; the
+        coefficient of the difference goes to row ``l`` of the keys and, negated, to row ``k``."""
+        A = op.att
+        rq, kd = self.relax[op.name]
+        K = next(Lt for Lt in L if Lt is not None).nrows()
+        const = self.const
+        sc = A.scale_ball()
+        Eq = A.Eq
+        Lq, Lk = [None] * len(L), [None] * self.rows[op.inputs[1]]
+        for t in range(len(L)):
+            if L[t] is None:
+                continue
+            s, jp = A.seq_of[t]
+            seq = A.seqs[s]
+            Mq = flint.arb_mat(K, Eq)
+            for i in range(A.H):
+                for k in A.keys[jp]:
+                    for l in A.keys[jp]:
+                        if l == k:
+                            continue
+                        col = A.pair(i, k, l)
+                        cs = []
+                        for r in range(K):
+                            a = L[t][r, col]
+                            if not a == 0:  # a ball around 0 is not skipped
+                                cs.append((r, a * sc))
+                        if not cs:
+                            continue
+                        for kr in (seq[k], seq[l]):
+                            if Lk[kr] is None:
+                                Lk[kr] = flint.arb_mat(K, Eq)
+                        Ml, Mk = Lk[seq[l]], Lk[seq[k]]
+                        for a in range(i * A.dk, (i + 1) * A.dk):
+                            lx, ux = rq[t * Eq + a]
+                            ly, uy = kd[(s, k, l, a)]
+                            lower, upper, prng = _mccormick(lx, ux, ly, uy, mode)
+                            for r, c in cs:
+                                m, rho = c.mid(), c.rad()
+                                if rho != 0:
+                                    const[r, 0] += flint.arb(0, rho) * prng
+                                al, be, ga = lower if m >= 0 else upper
+                                Mq[r, a] += m * al
+                                Ml[r, a] += m * be
+                                Mk[r, a] -= m * be
+                                const[r, 0] += m * ga
+            Lq[t] = Mq
+        self._add(lam, op.inputs[0], Lq)
+        self._add(lam, op.inputs[1], Lk)
+
+    def _mix(self, op: _Op, L: list, lam: dict, mode: int):
+        """``o_j,a = sum_k w_jk v_(k,a)`` (head ``i`` of column ``a``): each product by
+        :func:`_mccormick` with the ranges of the weight (met with ``[0, 1]``) and of the value."""
+        A = op.att
+        rw, rv = self.relax[op.name]
+        K = next(Lt for Lt in L if Lt is not None).nrows()
+        const = self.const
+        nz, Ev = A.H * A.L, A.Ev
+        Lw, Lv = [None] * len(L), [None] * self.rows[op.inputs[1]]
+        for t in range(len(L)):
+            if L[t] is None:
+                continue
+            s, jp = A.seq_of[t]
+            seq = A.seqs[s]
+            Mw = flint.arb_mat(K, nz)
+            for kk in A.keys[jp]:
+                if Lv[seq[kk]] is None:
+                    Lv[seq[kk]] = flint.arb_mat(K, Ev)
+            for i in range(A.H):
+                for a in range(i * A.dv, (i + 1) * A.dv):
+                    cs = []
+                    for r in range(K):
+                        c = L[t][r, a]
+                        if not c == 0:  # a ball around 0 is not skipped
+                            cs.append((r, c))
+                    if not cs:
+                        continue
+                    for kk in A.keys[jp]:
+                        wc, vr = A.key(i, kk), seq[kk]
+                        lx, ux = rw[t * nz + wc]
+                        ly, uy = rv[vr * Ev + a]
+                        lower, upper, prng = _mccormick(lx, ux, ly, uy, mode)
+                        Mv = Lv[vr]
+                        for r, c in cs:
+                            m, rho = c.mid(), c.rad()
+                            if rho != 0:
+                                const[r, 0] += flint.arb(0, rho) * prng
+                            al, be, ga = lower if m >= 0 else upper
+                            Mw[r, wc] += m * al
+                            Mv[r, a] += m * be
+                            const[r, 0] += m * ga
+            Lw[t] = Mw
+        self._add(lam, op.inputs[0], Lw)
+        self._add(lam, op.inputs[1], Lv)
+
+    def _key_differences(self, kname: str, A: _Att) -> dict | None:
+        """``{(s, k, l, a): (lower, upper)}``: the range of ``k_(l,a) - k_(k,a)`` (rows ``l``, ``k`` of
+        sequence ``s`` of the keys), its model's range met with its own backward bounds (one
+        objective per pair of positions some query attends together, per column, both signs)."""
+        upto = self.index[kname] + 1
+        Eq, T = A.Eq, self.rows[kname]
+        vals = self.vals[kname]
+        together = {(k, l) for ks in A.keys for k in ks for l in ks if k < l}
+        out = {}
+        for s, seq in enumerate(A.seqs):
+            pairs = sorted(together)
+            if not pairs:
+                continue
+            K = 2 * len(pairs) * Eq
+            best = None
+            for mode in self._passes(upto):
+                M = {t: flint.arb_mat(K, Eq) for t in seq}
+                for q, (k, l) in enumerate(pairs):
+                    for a in range(Eq):
+                        e = q * Eq + a
+                        M[seq[l]][2 * e, a] = 1
+                        M[seq[l]][2 * e + 1, a] = -1
+                        M[seq[k]][2 * e, a] = -1
+                        M[seq[k]][2 * e + 1, a] = 1
+                lam = {kname: [M.get(t) for t in range(T)]}
+                ends = self._lower(lam, K, upto, mode)
+                got = [None if ends[2 * e] is None or ends[2 * e + 1] is None else (ends[2 * e], -ends[2 * e + 1])
+                       for e in range(K // 2)]
+                best = got if best is None else [_tighter(b, o) for b, o in zip(best, got)]
+            for q, (k, l) in enumerate(pairs):
+                for a in range(Eq):
+                    r = (vals[seq[l]][a] - vals[seq[k]][a]).range()
+                    tm = (r.lower(), r.upper()) if _finite(r) else None
+                    b = best[q * Eq + a]
+                    e = _tighter(tm, b) if tm is not None else b
+                    if e is None:
+                        return None
+                    if e[0] > e[1]:  # rounding alone: keep the model's
+                        e = tm
+                    out[(s, k, l, a)] = e
+                    out[(s, l, k, a)] = (-e[1], -e[0])
+        return out
+
     # --- the relaxations, in forward order ---------------------------------------------------
     def relax_op(self, op: _Op, prec: int) -> bool:
         """Find ``op``'s relaxation (False where a range is not finite)."""
+        if op.kind == "scores":
+            rq = self.range(op.inputs[0])
+            kd = self._key_differences(op.inputs[1], op.att)
+            if rq is None or kd is None:
+                return False
+            self.relax[op.name] = (rq, kd)
+            return True
+        if op.kind == "mix":
+            rw, rv = self.range(op.inputs[0]), self.range(op.inputs[1])
+            if rw is None or rv is None:
+                return False
+            zero, one = flint.arb(0), flint.arb(1)
+            unit = []
+            for lo, hi in rw:  # a softmax weight lies in [0, 1]
+                lo, hi = (lo if lo > zero else zero), (hi if hi < one else one)
+                unit.append((lo, hi) if lo <= hi else (zero, one))
+            self.relax[op.name] = (unit, rv)
+            return True
         if op.kind == "bilinear":
             rd, rs = self.range(op.inputs[0]), self.range(op.inputs[1])
             if rd is None or rs is None:
@@ -611,7 +1004,12 @@ class _Bounds:
                 lo_q = _q(op.lo).lower()  # exact, at most lo
                 lo = lo_q if lo < lo_q else lo
                 hi = lo if hi < lo else hi
-            if op.kind == "relu":
+            if op.convex is not None:
+                r = _convex(op.convex, lo, hi)
+                if r is None:
+                    return False
+                rel.append(r)
+            elif op.kind == "relu":
                 alpha = None if op.alpha is None else flint.fmpq(op.alpha.numerator, op.alpha.denominator)
                 rel.append(_piecewise_linear("relu" if alpha is None else "leaky_relu", alpha, lo, hi))
             else:
@@ -629,7 +1027,7 @@ def _forward(graph, ops, ctx: TaylorContext) -> dict:
     w = graph.in_width
     vals = {graph.input_name: [xs[t * w:(t + 1) * w] for t in range(graph.tokens)]}
     for op in ops:
-        args = [vals[i] for i in op.inputs]
+        args = [vals[i] for i in (op.fin or op.inputs)]
         rows = op.forward(ctx, args) if op.tensor else [op.forward(ctx, [a[t] for a in args]) for t in range(len(args[0]))]
         vals[op.name] = [[ctx.convert(v) for v in row] for row in rows]
     return vals
@@ -660,7 +1058,7 @@ def _run(graph, centre, half, prec: int, rows):
             return None, None
         b = _Bounds(graph, ops, ctx, vals)
         for op in ops:
-            if op.kind in ("unary", "relu", "bilinear") and not b.relax_op(op, prec):
+            if op.kind in ("unary", "relu", "bilinear", "scores", "mix") and not b.relax_op(op, prec):
                 return None, None
         out = b.bounds(graph.output, len(ops))
         objs = b.objective_bounds(rows) if rows else None

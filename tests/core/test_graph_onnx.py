@@ -195,7 +195,8 @@ def test_rms_normalization_and_gelu_nodes_of_later_opsets():
         assert abs(mp.mpf(o.mid().str(80, radius=False)) - ref) < mp.mpf(10) ** -50 + mp.mpf(o.rad().str(5, radius=False)) * 2
 
 
-@pytest.mark.parametrize("kind", ["relu", "gelu", "tanh", "layernorm", "residual"])
+@pytest.mark.parametrize("kind", ["relu", "leaky", "gelu", "gelu_tanh", "tanh", "sigmoid", "softplus", "layernorm",
+                                  "residual"])
 def test_adaptive_bound_is_within_twice_the_sampled_range(kind):
     """Boxes of width 0.1: the default adaptive bound's enclosure is at most 2x the range onnxruntime
     reaches on a fine grid (which lies inside the true range)."""

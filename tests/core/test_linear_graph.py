@@ -406,3 +406,142 @@ def test_token_operations_between_relaxed_nodes(op):
             assert float(lo.mid()) >= smin - 0.5 * span - 1e-9 and float(hi.mid()) <= smax + 0.5 * span + 1e-9, \
                 (op, k, float(lo.mid()), float(hi.mid()), smin, smax)
     assert op != "mean_tokens" or layouts == {"batch_major", "sequence_major"}
+
+
+# --- softmax attention relaxed ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["exp", "recip"])
+def test_convex_lines_of_exp_and_the_reciprocal_are_valid_and_touch(kind):
+    """The closed-form lines of exp and 1/x lie on their sides of f at 300-bit points of [a, b],
+    the chord touches f at both ends and the lower line touches it somewhere (to 1e-9 of f's
+    variation); a lower line raised by 1/1000 of the variation is caught."""
+    f = (lambda x: x.exp()) if kind == "exp" else (lambda x: 1 / x)
+    rng = random.Random(3)
+    ivs = [(Fraction(-3), Fraction(2)), (Fraction(1), Fraction(40)), (Fraction(1, 4), Fraction(1, 2))]
+    ivs += [tuple(sorted(Fraction(rng.randint(1 if kind == "recip" else -3000, 3000), 256) for _ in range(2)))
+            for _ in range(8)]
+    for a, b in ivs:
+        if kind == "recip" and a <= 0:
+            continue
+        rel = lg._convex(kind, _exact(a), _exact(b))
+        ball = BallContext(300)
+        with ball.scope():
+            xs = [a + (b - a) * Fraction(k, 400) for k in range(401)]
+            gaps_lo, gaps_hi = [], []
+            for x in xs:
+                xb = ball.convert(x)
+                fx = f(xb)
+                gaps_lo.append(fx - (rel.sl * xb + rel.bl))
+                gaps_hi.append(rel.su * xb + rel.bu - fx)
+                assert rel.rng.contains(fx)
+            span = float((f(ball.convert(a)) - f(ball.convert(b))).mid())
+            assert all(v.lower() >= 0 for v in gaps_lo + gaps_hi), (kind, a, b)
+            if a == b:
+                continue
+            assert float(gaps_hi[0].mid()) <= 1e-9 * abs(span) + 1e-30
+            assert float(gaps_hi[-1].mid()) <= 1e-9 * abs(span) + 1e-30
+            # the tangent point lies between grid points: touching to the grid's second-order gap
+            assert min(float(v.mid()) for v in gaps_lo) <= 1e-3 * abs(span)
+            raised = [v - abs(span) / 1000 for v in gaps_lo]
+            assert min(float(v.mid()) for v in raised) < 0
+
+
+def attention_only_graph(rng):
+    """Input [T, E] -> one softmax attention node (random heads, scale, biases, mask, sequences,
+    layout) -> tanh -> affine, so the attention lies between the input and a relaxed node."""
+    from test_graph_attention import random_attention
+
+    T, E = rng.choice([(2, 1), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2)])
+    a, Eo = random_attention(rng, "a", "x", E, T)
+    nodes = [a, {"name": "t", "op": "tanh", "inputs": ["a"]},
+             {"name": "y", "op": "affine", "inputs": ["t"],
+              "W": [[str(Fraction(rng.randint(-16, 16), 8)) for _ in range(Eo)]]}]
+    return {"format": "symbounds-graph/1", "input": {"name": "x", "tokens": T, "width": E}, "nodes": nodes,
+            "output": "y"}
+
+
+def _relaxed_only(monkeypatch):
+    """Backward passes with the attention relaxed only (never its Taylor model): the relaxation
+    alone must contain the values."""
+    passes = lg._Bounds._passes
+    monkeypatch.setattr(lg._Bounds, "_passes", lambda self, upto: [p for p in passes(self, upto) if not p[1]])
+
+
+def _contains_300_bit_values(g, rng, boxes, prec, npts=10):
+    ball = BallContext(300)
+    checked = 0
+    for c, h in boxes:
+        out = lg.linear_graph_bounds(g, c, h, prec)
+        if out is None:
+            continue
+        checked += 1
+        n = len(c)
+        pts = [[ci + hi * s for ci, hi in zip(c, h)] for s in (-1, 1)]
+        pts += [[ci + hi * rng.choice((-1, 1)) for ci, hi in zip(c, h)] for _ in range(npts)]
+        pts += [[ci + hi * Fraction(rng.randint(-16, 16), 16) for ci, hi in zip(c, h)] for _ in range(npts)]
+        for x in pts:
+            assert len(x) == n
+            for (lo, hi), y in zip(out, g.evaluate(ball, x)):
+                assert lo <= y.upper() and y.lower() <= hi, (x, lo, hi, y)
+    return checked
+
+
+@pytest.mark.parametrize("seed,prec", [(s, 128) for s in range(8)] + [(s, 12) for s in range(8, 11)])
+def test_relaxed_attention_contains_300_bit_values(seed, prec, monkeypatch):
+    """Random attention graphs (heads, masks, sequences, layouts, irrational scales) and random
+    boxes in random order, the attention relaxed alone: the bounds contain 300-bit values at
+    corners and random points; at 12 bits every coefficient's rounding must be carried."""
+    _relaxed_only(monkeypatch)
+    rng = random.Random(seed)
+    checked = 0
+    for trial in range(4):
+        g = graph_from_json(attention_only_graph(rng) if trial % 2 == 0 else _two_attention_graph(rng))
+        n = g.input_count
+        boxes = [([Fraction(rng.randint(-16, 16), 16) for _ in range(n)],
+                  [Fraction(rng.choice([1, 8, 32, 64]), 256) for _ in range(n)]) for _ in range(3)]
+        rng.shuffle(boxes)
+        checked += _contains_300_bit_values(g, rng, boxes, prec)
+    assert checked >= 6
+
+
+def _two_attention_graph(rng):
+    from test_graph_attention import random_graph as attention_graph
+
+    doc = attention_graph(rng)
+    w = graph_from_json(doc).out_width
+    doc["nodes"] += [{"name": "t", "op": "tanh", "inputs": ["c"]},
+                     {"name": "y", "op": "affine", "inputs": ["t"], "W": [["1"] * w]}]
+    doc["output"] = "y"
+    return doc
+
+
+def test_relaxed_attention_is_tighter_than_its_taylor_model_and_a_wrong_plane_is_caught(monkeypatch):
+    """On boxes of width 1/4 the relaxed attention is narrower than the attention entering as its
+    Taylor model (so the relaxation is what the bound uses there); a McCormick constant moved by
+    1/4 makes the bounds miss 300-bit values (the check above can fail)."""
+    rng = random.Random(41)
+    g = graph_from_json(attention_only_graph(random.Random(0)))  # 3 rows attending 2 or 3 keys, 2 heads
+    n = g.input_count
+    boxes = [([Fraction(rng.randint(-16, 16), 16) for _ in range(n)], [Fraction(1, 8)] * n) for _ in range(6)]
+    passes = lg._Bounds._passes
+    narrower = 0
+    for c, h in boxes:
+        monkeypatch.setattr(lg._Bounds, "_passes", lambda self, upto: [p for p in passes(self, upto) if not p[1]])
+        relaxed = lg.linear_graph_bounds(g, c, h)
+        monkeypatch.setattr(lg._Bounds, "_passes", lambda self, upto: [p for p in passes(self, upto) if p[1]] or
+                            passes(self, upto)[:1])
+        cut = lg.linear_graph_bounds(g, c, h)
+        for r, k in zip(relaxed, cut):
+            narrower += float((r[1] - r[0]).mid()) < float((k[1] - k[0]).mid())
+    assert narrower >= 4 * len(relaxed)
+    mc = lg._mccormick
+
+    def wrong(lx, ux, ly, uy, mode):
+        lower, upper, prng = mc(lx, ux, ly, uy, mode)
+        return (lower[0], lower[1], lower[2] + flint.arb(1) / 4), (upper[0], upper[1], upper[2] - flint.arb(1) / 4), prng
+
+    monkeypatch.setattr(lg, "_mccormick", wrong)
+    monkeypatch.setattr(lg._Bounds, "_passes", lambda self, upto: [p for p in passes(self, upto) if not p[1]])
+    with pytest.raises(AssertionError):
+        _contains_300_bit_values(g, rng, boxes, 128, npts=20)

@@ -171,3 +171,28 @@ def test_the_c_start_proves_what_per_output_intervals_cannot():
 
     cert = make_property_certificate(version=__version__, model=g, spec_text=SPEC, result=res, prec=128)
     assert check_property_certificate(cert)["leaves"] == 1
+
+
+@pytest.mark.parametrize("seed,prec", [(s, 128) for s in range(4)] + [(4, 12)])
+def test_objective_bounds_of_relaxed_attention_contain_300_bit_values(seed, prec, monkeypatch):
+    """The C-start through softmax attention relaxed alone (its Taylor-model pass dropped): the
+    bounds of ``<c, Y>`` over the rows of attention graphs (heads, masks, sequences, layouts)
+    contain 300-bit values, so the relaxation is sound when the pass starts from ``c``."""
+    from test_linear_graph import attention_only_graph
+
+    passes = lg._Bounds._passes
+    monkeypatch.setattr(lg._Bounds, "_passes", lambda self, upto: [p for p in passes(self, upto) if not p[1]])
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(3):
+        g = graph_from_json(attention_only_graph(rng))
+        n, k = g.input_count, g.output_count
+        rows = random_rows(rng, k, 3)
+        for _ in range(2):
+            c = [Fraction(rng.randint(-16, 16), 16) for _ in range(n)]
+            h = [Fraction(rng.choice([1, 8, 32]), 256) for _ in range(n)]
+            bad = violations(g, rows, c, h, prec, rng)
+            if bad is not None:
+                checked += 1
+                assert bad == 0, (seed, c, h)
+    assert checked >= 3
