@@ -39,7 +39,7 @@ def main():
 
     bx._worker_eval = record
     inst = sl.Instance(d=2, C_H=1, B=1, eps=INSTANCES[args.P], target="sin(x1+x2)/2")
-    slc.certify_instance(inst, CertifyOptions(workers=1, tight=bool(args.tight), max_boxes=args.boxes))
+    slc.certify_instance(inst, CertifyOptions(workers=1, tight=bool(args.tight), max_boxes=max(args.boxes, 1024)))
     boxes = [b for batch in batches for b in batch][: args.boxes]
     fast = bx._W["fast"]
     counts = {k: [0, 0] for k in ("exp c", "exp G", "exp r", "all c", "all G", "all r")}

@@ -1019,12 +1019,26 @@ def load():
 # ------------------------------------------------------------------------------------------
 # the plan: the evaluator's structure as the kernel's arrays
 
+def _normal_ball(c, r):
+    """Balls ``c +- r`` (arrays) containing the given ones with no subnormal double: a centre
+    below ``2^-900`` in magnitude becomes 0 with ``|c|`` added to the radius, and a nonzero radius
+    is at least the kernel's error term ``2^-500`` (the NumPy pass's radii of exact entries are
+    ``eta = 2^-1074``; every product with one would cost a microcode assist)."""
+    c, r = np.asarray(c, dtype=np.float64), np.asarray(r, dtype=np.float64)
+    small = (c != 0) & (np.abs(c) < 2.0**-900)
+    r = np.where(small, fo.up(r + np.abs(c)), r)
+    c = np.where(small, 0.0, c)
+    return c, np.where(r != 0, np.maximum(r, _ETA), r)
+
+
 class _Plan:
     """The arrays the kernel reads for one evaluator (built once)."""
 
     def __init__(self, ev, att_index, maps, rows):
         d = ev.d
         F0c, F0r, Fc, Fr = maps
+        F0c, F0r = _normal_ball(F0c, F0r)
+        Fc, Fr = _normal_ball(Fc, Fr)
         self.F = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in (F0c, F0r, Fc, Fr))
         D, n = F0c.shape
         self.rows = np.array(rows, dtype=np.int64)
@@ -1034,12 +1048,14 @@ class _Plan:
         mats = [(hd.W_Q, hd.W_K, hd.W_V, hd.W_O) for hd in heads]
 
         def stack(j):
-            Wm = np.ascontiguousarray(np.stack([m[j][0] for m in mats]), dtype=np.float64)
+            Wm = np.stack([m[j][0] for m in mats])
             Wr = np.stack([np.zeros_like(m[j][0]) if m[j][1] is None else m[j][1] for m in mats])
-            return Wm, np.ascontiguousarray(Wr, dtype=np.float64)
+            Wm, Wr = _normal_ball(Wm, Wr)
+            return np.ascontiguousarray(Wm, dtype=np.float64), np.ascontiguousarray(Wr, dtype=np.float64)
 
         self.W = [stack(j) for j in range(4)]
-        self.has_r = np.array([[m[j][1] is not None for j in range(4)] for m in mats], dtype=np.bool_)
+        self.has_r = np.array([[bool(self.W[j][1][hd].any()) for j in range(4)] for hd in range(len(mats))],
+                              dtype=np.bool_)
         self.skip = (float(skip[0]), float(skip[1]))
         self.tau = (True, float(tau[0]), float(tau[1])) if tau is not None else (False, 1.0, 0.0)
         nk, nv = self.W[0][0].shape[1], self.W[2][0].shape[1]
@@ -1054,15 +1070,14 @@ class _Plan:
                 keep[u], zero[u2] = True, True
 
             def mat(W):
-                return (np.ascontiguousarray(W[0], dtype=np.float64),
-                        np.zeros_like(W[0]) if W[1] is None else np.ascontiguousarray(W[1], dtype=np.float64),
-                        W[1] is not None)
+                Wm, Wr = _normal_ball(W[0], np.zeros_like(W[0]) if W[1] is None else W[1])
+                return (np.ascontiguousarray(Wm, dtype=np.float64), np.ascontiguousarray(Wr, dtype=np.float64),
+                        bool(Wr.any()))
 
             def bias(bv):
-                bm, br = bv
-                has = bool(bm.any() or (br is not None and br.any()))
-                return (np.ascontiguousarray(bm, dtype=np.float64),
-                        np.zeros_like(bm) if br is None else np.ascontiguousarray(br, dtype=np.float64), has)
+                bm, br = _normal_ball(bv[0], np.zeros_like(bv[0]) if bv[1] is None else bv[1])
+                has = bool(bm.any() or br.any())
+                return np.ascontiguousarray(bm, dtype=np.float64), np.ascontiguousarray(br, dtype=np.float64), has
 
             gam = np.array([_gamma(d) if d else (1.0, 0.0), _gamma(D), _gamma(Hn)])
             self.ffns.append(mat(W1) + bias(b1) + mat(W2) + bias(b2) + (keep, zero, float(skip2[0]),
