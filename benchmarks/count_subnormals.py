@@ -3,7 +3,8 @@
     python benchmarks/count_subnormals.py [--P 256] [--boxes 64] [--tight 0]
 
 The d = 2 instance of ``bench_certificate_per_box.py`` (``eps = 9/50``: P = 256, ``9/100``:
-P = 1024) is certified with at most ``--boxes`` boxes; its first boxes are enclosed once more by
+P = 1024) is certified with at most ``max(--boxes, 1024)`` boxes; its first ``--boxes`` boxes are
+enclosed once more by
 the NumPy pass (the kernel off), every Taylor-model array it makes (``float_boxes.FTM``) counted:
 the share of nonzero entries below ``2^-1022`` in magnitude, for the outputs of ``_Boxes.exp``
 (the softmax weights) and for all arrays.  Run it with ``PYTHONPATH`` at the tree to count.
