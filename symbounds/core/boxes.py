@@ -530,13 +530,24 @@ def _worker_eval(boxes):
     else:
         # the centre: first the box's own model at delta = 0, then (if that cannot tell, and its
         # centre value is more than eps from g's, a likely violation) a float point pass; else the
-        # halves' centres, with tighter models, take over
+        # halves' centres, with tighter models, take over (also, unless CENTRE_PASS_NO_MODEL, for a
+        # box the float pass could not enclose)
         feps = float(eps)
-        again = [i for i in missed if first[i] is None and (est[i] is None or est[i] > feps)]
+        again = [i for i in missed
+                 if first[i] is None and (est[i] > feps if est[i] is not None else CENTRE_PASS_NO_MODEL)]
         for i, v in zip(again, centre_refutes(W["model"], W["g"], W["d"], [boxes[i] for i in again], W["prec"],
                                               fast, eps)):
             first[i] = v
     return [(box, bound, first[i], axes[i]) for i, (box, bound) in enumerate(zip(boxes, bounds))]
+
+
+#: Whether a box whose float pass failed (no model: a softmax normaliser's range contains 0, or
+#: a bound overflowed, as on the wide first boxes of the tight pass) still gets the float point
+#: pass at its centre (:func:`centre_refutes`).  False: only a box with a model whose centre
+#: enclosure cannot decide and whose centre value is more than eps from g's gets it; a box with
+#: no model leaves its centre to its halves (each evaluated with its own model), and a box that
+#: can no longer be split to the balls at its centre (:class:`CertifyEvaluator`).
+CENTRE_PASS_NO_MODEL = False
 
 
 def _pool_task(boxes):

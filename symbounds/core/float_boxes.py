@@ -50,7 +50,7 @@ from .layers import Run
 from .network import Attention
 from .transformer import Transformer
 
-__all__ = ["FTM", "FloatBoxEvaluator", "FloatBoxOps", "evaluator"]
+__all__ = ["FTM", "LN_TINY", "TINY", "FloatBoxEvaluator", "FloatBoxOps", "evaluator"]
 
 #: Largest number of array entries one batch may create in its widest operation.
 _BATCH_ENTRIES = 1 << 22
@@ -193,14 +193,19 @@ class _Boxes:
         ``e^c``, ``e^u - 1 - u`` lies in ``[0, Rmax]`` with ``Rmax`` the smaller of
         ``e^U - 1 - U`` (rounded up) and ``U^2 / 2 e^U`` (no cancellation for small ``U``),
         centred at ``t = Rmax / 2`` (``t' >= Rmax - t``).  An interval (no gradient) is mapped
-        through its ends, ``[e^{c-r}, e^{c+r}]``."""
+        through its ends, ``[e^{c-r}, e^{c+r}]``.
+
+        Where ``up(c + up(U + r)) < LN_TINY`` the value is below :data:`TINY` on the whole box and
+        the model is the constant ``TINY/2 +- TINY/2`` (:func:`_tiny_constant`), computed without
+        a subnormal double (the exp bounds of those entries are taken at 0 and discarded)."""
         if a.G is None:
             lo, hi = fo.exp_lower(fo.down(a.c - a.r)), fo.exp_upper(fo.up(a.c + a.r))
             c = lo * 0.5 + hi * 0.5
             return FTM(c, None, fo.up(np.maximum(fo.up(hi - c), fo.up(c - lo)) + fo.err(c)))
-        lo, hi = fo.exp_bounds(a.c)
-        ec, er = hi, fo.up(hi - lo)
         U = self.lin(a.G, a.c.shape)
+        tiny = fo.up(a.c + fo.up(U + a.r)) < LN_TINY  # e^value < TINY on the whole box
+        lo, hi = fo.exp_bounds(np.where(tiny, 0.0, a.c))  # no subnormal computed for those
+        ec, er = hi, fo.up(hi - lo)
         eUr = fo.exp_upper(fo.up(U + a.r))  # >= e^U as well
         Rmax = np.minimum(fo.up(fo.up(fo.up(U * U) * 0.5) * eUr), fo.up(fo.up(eUr - 1.0) - U))
         t = Rmax * 0.5
@@ -213,7 +218,10 @@ class _Boxes:
         rem = fo.up(ec * tp)
         rem = fo.up(rem + fo.up(er * fo.up(fo.up(1.0 + U) + Rmax)))
         rem = fo.up(rem + fo.up(fo.up(hi * eUr) * a.r))
-        return self.fold(c, G, rem, e_c, e_G)
+        out = self.fold(c, G, rem, e_c, e_G)
+        if tiny.any():
+            out = _tiny_constant(out, tiny)
+        return out
 
     def reciprocal(self, b: FTM):
         """``(1/b, ok)``: ``1/c - g/c^2`` plus ``r/c^2 + (L + r)^2 / min|b|^3``; ``ok`` is False
@@ -246,6 +254,26 @@ class _Boxes:
         r = np.where(pos, a.r, np.where(neg, 0.0, hull_r))
         G = None if a.G is None else np.where(_grad_axis(pos), a.G, 0.0)
         return FTM(c, G, r)
+
+
+#: The threshold of the constant enclosure ``[0, TINY]`` and a double below ``ln TINY``
+#: (:data:`symbounds.core.outward.TINY`, where the choice is justified).
+TINY, LN_TINY = fo.TINY, fo.LN_TINY
+
+
+def _tiny_constant(a: FTM, tiny) -> FTM:
+    """``a`` with the entries ``tiny`` replaced by the constant model ``TINY/2 +- TINY/2``.
+
+    Sound for a quantity ``v`` known to satisfy ``0 < v < TINY`` on the whole box at those
+    entries (``v = e^{a(x)}`` with ``a(x) <= c + U + r <= up(c + up(U + r)) < LN_TINY < ln TINY``
+    for every ``x`` of the box, ``U = lin(g)`` the bound of the linear term): then
+    ``|v - TINY/2| < TINY/2``, i.e. ``v`` lies in ``c + <0, delta> + [-r, r]`` with
+    ``c = r = TINY/2`` (exact doubles) and a zero gradient."""
+    half = TINY * 0.5
+    c = np.where(tiny, half, a.c)
+    r = np.where(tiny, half, a.r)
+    G = None if a.G is None else np.where(_grad_axis(tiny), 0.0, a.G)
+    return FTM(c, G, r)
 
 
 def _grad_axis(x):
@@ -573,9 +601,13 @@ def _softmax(bx: _Boxes, Q: FTM, K: FTM, tau, tight: bool = True, hull: bool = F
 def _weight_bounds(bx: _Boxes, A: FTM):
     """Upper bounds ``u_k >= pi_k`` over the box from the ranges ``[a_k^-, a_k^+]`` of the shifted
     scores: ``pi_k = e_k / (e_k + R_k)`` grows with ``e_k = e^{a_k}`` and falls with the others'
-    sum ``R_k``, so ``pi_k <= e^{a_k^+} / (e^{a_k^+} + sum_{j != k} e^{a_j^-})`` (at most 1)."""
+    sum ``R_k``, so ``pi_k <= e^{a_k^+} / (e^{a_k^+} + sum_{j != k} e^{a_j^-})`` (at most 1).
+    An end below ``LN_TINY`` is bounded by ``e^{a^-} >= 0`` and ``e^{a^+} <= TINY`` (no subnormal
+    double)."""
     lo, hi = bx.range(A)
-    elo, ehi = fo.exp_lower(lo), fo.exp_upper(hi)
+    # ends below LN_TINY: e^lo >= 0 and e^hi <= TINY, computed without subnormals
+    elo = np.where(lo < LN_TINY, 0.0, fo.exp_lower(np.maximum(lo, LN_TINY)))
+    ehi = np.where(hi < LN_TINY, TINY, fo.exp_upper(np.maximum(hi, LN_TINY)))
     n = elo.shape[-1]
     tot = fo.sum_down(elo, 2)[:, :, None]
     rest = np.maximum(fo.down(tot - elo), 0.0)  # <= sum of the others' lower bounds
@@ -666,12 +698,14 @@ def _shift(S: FTM) -> FTM:
     enclosures: the row's largest centre, and the gradient ``sum_k w_k g_k`` averaged with the
     softmax weights ``w`` of the centres.  Then the scores that carry the weight have small
     gradient differences, whichever of them is largest on the box.  (Shifting by one score's
-    model instead makes the enclosure depend on a near-tie of upper ends.)"""
+    model instead makes the enclosure depend on a near-tie of upper ends.)  A token whose centre
+    is below the row's largest by more than ``-LN_TINY`` gets the weight 0 (any weights do)."""
     cm = S.c.max(axis=2, keepdims=True)
     if S.G is None:
         return FTM(cm, None, np.zeros_like(cm))
     with np.errstate(all="ignore"):
-        w = np.exp(S.c - cm)
+        X = S.c - cm
+        w = np.where(X < LN_TINY, 0.0, np.exp(np.maximum(X, LN_TINY)))  # far tokens: weight 0, no subnormal
         w = w / w.sum(axis=2, keepdims=True)
     w = np.where(np.isfinite(w), w, 0.0)
     gm = (S.G * w[:, None]).sum(axis=3, keepdims=True)

@@ -17,8 +17,18 @@ rounding is bounded by the same a-priori bounds (:mod:`symbounds.core.outward`, 
 *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §2.2, §3.1):
 
 * one operation ``+ - * /`` rounded to nearest to ``y``: the exact result lies in
-  ``[down(y), up(y)]``, ``up(y) = y + (4u|y| + eta)`` (``u = 2^-53``, ``eta = 2^-1074``), and
-  ``err(y) = up(2u|y| + eta)`` bounds its error;
+  ``[down(y), up(y)]``, ``up(y) = y + (4u|y| + eta')`` (``u = 2^-53``), and
+  ``err(y) = up(2u|y| + eta')`` bounds its error.  outward.py's ``eta`` is ``2^-1074`` (the
+  rounding error of an underflow is at most ``2^-1075``); here ``eta' = 2^-500``, a larger and so
+  still valid bound, normal: then ``up(0)``, ``err(0)`` and every remainder are normal doubles,
+  and no multiplication by ``4u`` of one of them underflows (an operand or result below
+  ``2^-1022`` costs a microcode assist per multiplication on x86 cores, some 50 times an ordinary
+  one).  The kernel's bounds are thus those of NumPy's pass or wider by ``2^-500`` per step: an
+  enclosure of them;
+* a far token's softmax weight below ``TINY = 2^-300`` on the whole box is the constant
+  ``[0, TINY]`` in both passes (``float_boxes._tiny_constant``, the same decision from the same
+  formula), and the shift's weights and the hull's weight bounds treat scores below ``ln TINY``
+  as there: no subnormal double is computed for them;
 * a sum of ``n`` terms ``a_k b_k`` computed in **any order**:
   ``|fl(sum) - sum| <= gamma_n sum |a_k||b_k| + n eta`` with ``gamma_n = nu / (1 - nu)``,
   bounded by ``up(up(up(up(T g_n) + 2n eta) c_n) + n eta)`` with ``T`` the float sum of the
@@ -29,7 +39,8 @@ rounding is bounded by the same a-priori bounds (:mod:`symbounds.core.outward`, 
   in the last place of the coefficients, which the remainders cover);
 * ``exp`` from correctly rounded operations only (the same Cody-Waite reduction, degree-13
   Taylor polynomial with relative error ``2^-44`` and outward scaling as
-  :func:`symbounds.core.outward.exp_upper`): elementwise, bit for bit the NumPy bound;
+  :func:`symbounds.core.outward.exp_upper`): elementwise, bit for bit the NumPy bound where
+  ``eta'`` is below half an ulp of the result (results above ``2^-390``), an enclosure of it below;
 * no fused multiply-add is formed (numba's default: no ``fastmath``, so LLVM contracts nothing
   and keeps IEEE semantics, subnormals included: no flush to zero).  A NaN or an infinity
   propagates as in NumPy (the maxima and minima below return NaN when either side is NaN), and
@@ -84,7 +95,13 @@ numba = None
 
 _FOUR_U = 2.0**-51
 _TWO_U = 2.0**-52
-_ETA = fo.ETA
+#: The error term of one rounding: ``2^-500`` here, not ``eta = 2^-1074`` (see below).
+_ETA = 2.0**-500
+#: ``exp_upper``'s value below ``e^-745.2`` (outward.py's, the smallest subnormal).
+_ETA_EXP = fo.ETA
+#: The constant enclosure ``[0, TINY]`` of a weight below ``TINY`` (outward.py: ``e^a < TINY``
+#: for ``a < LN_TINY``).
+_TINY, _LN_TINY = fo.TINY, fo.LN_TINY
 _NAN = math.nan
 _INF = math.inf
 # The constants of outward.py's exp bounds (the same values: the tests check the bounds bit for
@@ -194,7 +211,7 @@ def _exp_upper(x):
     a1, a2 = k * _C2LO, k * _C2HI
     r = _up(head - _down(a1 if a1 < a2 else a2))
     v = _up(_scale2(_up(_taylor(r) * _UP_REL), int(k)))
-    v = _ETA if x < _X_MIN else v
+    v = _ETA_EXP if x < _X_MIN else v
     v = 0.0 if x == -_INF else v
     v = _INF if x > _X_MAX else v
     return _NAN if x != x else v
@@ -349,7 +366,7 @@ def _exp_arrays(x, lo, hi, n):
             pu = pu * ru + c
             pd = pd * rd + c
         u = _up((_up(pu * _UP_REL) * p1) * p2)
-        u = _ETA if v < _X_MIN else u
+        u = _ETA_EXP if v < _X_MIN else u
         u = 0.0 if v == -_INF else u
         u = _INF if v > _X_MAX else u
         hi[k] = _NAN if v != v else u
@@ -378,7 +395,7 @@ def _exp_upper_array(x, out, n):
         for c in _HORNER:
             pu = pu * ru + c
         u = _up((_up(pu * _UP_REL) * _POW2[ki - k1 + _POW2_OFF]) * _POW2[k1 + _POW2_OFF])
-        u = _ETA if v < _X_MIN else u
+        u = _ETA_EXP if v < _X_MIN else u
         u = 0.0 if v == -_INF else u
         u = _INF if v > _X_MAX else u
         out[k] = _NAN if v != v else u
@@ -503,8 +520,15 @@ def _weight_bounds(Sc, SG, Sr, h, gd, sdown, lo, hi, elo, ehi, u, n):
         dv = _up(u[k] + Sr[k])
         lo[k] = _down(Sc[k] - dv)
         hi[k] = _up(Sc[k] + dv)
-    _exp_arrays(lo, elo, u, n)  # u: the upper bounds at lo, not needed
-    _exp_upper_array(hi, ehi, n)
+    # ends below LN_TINY: e^lo >= 0 and e^hi <= TINY, no subnormal computed
+    for k in range(n):
+        u[k] = _maximum(lo[k], _LN_TINY)
+        ehi[k] = _maximum(hi[k], _LN_TINY)
+    _exp_arrays(u, elo, u, n)  # u: the upper bounds at lo, not needed (each read before written)
+    _exp_upper_array(ehi, ehi, n)
+    for k in range(n):
+        elo[k] = 0.0 if lo[k] < _LN_TINY else elo[k]
+        ehi[k] = _TINY if hi[k] < _LN_TINY else ehi[k]
     tot = 0.0
     for k in range(n):
         tot += elo[k]
@@ -596,7 +620,7 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
     T1, T2, T3, La, Lb, s1 = ws[t], ws[t + 1], ws[t + 2], ws[t + 3], ws[t + 4], ws[t + 5]
     Sc, Sr, Pc, Pr, w, X = ws[t + 6], ws[t + 7], ws[t + 8], ws[t + 9], ws[t + 10], ws[t + 11]
     Vc, Vr = ws[t + 12], ws[t + 13]
-    Wu, Wlo, Whi, Welo, Wehi = ws[t + 17], ws[t + 18], ws[t + 19], ws[t + 20], ws[t + 21]
+    Wu, Wlo, Whi, Welo, Wehi, Wt = ws[t + 17], ws[t + 18], ws[t + 19], ws[t + 20], ws[t + 21], ws[t + 22]
     sdown = gam[6, 0]
     Ql, Qc, Qr = ws[t + 14], ws[t + 15], ws[t + 16]
     TG, SG, PG, AG, QG = wG[0], wG[1], wG[2], wG[3], wG[4]
@@ -716,8 +740,10 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
             for k in range(1, n):
                 cm = _maximum(cm, Sc[k])
             for k in range(n):
-                X[k] = Sc[k] - cm
+                X[k] = _maximum(Sc[k] - cm, _LN_TINY)
             _exp_upper_array(X, w, n)
+            for k in range(n):  # far tokens: weight 0 (float_boxes._shift), no subnormal computed
+                w[k] = 0.0 if Sc[k] - cm < _LN_TINY else w[k]
             tot = 0.0
             for k in range(n):
                 tot += w[k]
@@ -748,8 +774,14 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 _weight_bounds(Sc, SG, Sr, h, gd, sdown, Wlo, Whi, Welo, Wehi, Wu, n)
             # E_k = e^{S_k - shift} (_Boxes.exp: ec (1 + t) + ec <g, delta>, remainder
             # ec t' + er (1 + U + Rmax) + e^c_hi e^{U + r} r), in place
-            _exp_arrays(Sc, Pc, Pr, n)  # lo, hi of e^c
             _lin_tokens(SG, h, gd, La, n)  # U
+            # below TINY on the whole box: the constant TINY/2 +- TINY/2 (float_boxes._tiny_constant),
+            # the exp bounds taken at 0 and discarded
+            for k in range(n):
+                tn = _up(Sc[k] + _up(La[k] + Sr[k])) < _LN_TINY
+                Wt[k] = 1.0 if tn else 0.0
+                X[k] = 0.0 if tn else Sc[k]
+            _exp_arrays(X, Pc, Pr, n)  # lo, hi of e^c
             for k in range(n):
                 X[k] = _up(La[k] + Sr[k])
             _exp_upper_array(X, Lb, n)  # e^{U + r}
@@ -780,6 +812,13 @@ def _attention_box(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_tau,
                 rem = _up(rem + e_c)
                 Sc[k] = c
                 Sr[k] = _up(rem + _up(s1[k] * gd))
+            for k in range(n):
+                if Wt[k] != 0.0:
+                    Sc[k] = _TINY * 0.5
+                    Sr[k] = _TINY * 0.5
+            for i in range(d):
+                for k in range(n):
+                    SG[i, k] = 0.0 if Wt[k] != 0.0 else SG[i, k]
             # the row sum N and 1/N
             Nc, Nr = _sum_tokens(Sc, SG, Sr, h, gd, gn, cn, n, g1)
             ic, ir, ok = _reciprocal_into(Nc, g1, Nr, h, gd, g2)
@@ -868,7 +907,7 @@ def _attention_batch(x0, h, rows, F0c, F0r, Fc, Fr, cols, skip_m, skip_r, has_ta
     any_r = False
     for hd in range(has_r.shape[0]):
         any_r = any_r or has_r[hd, 0] or has_r[hd, 1] or has_r[hd, 2]
-    ws = np.zeros((3 * D + 22, n))
+    ws = np.zeros((3 * D + 23, n))
     wG = np.zeros((5, d, n))
     qc, qG, qr = np.zeros(nk), np.zeros((nk, d)), np.zeros(nk)
     qo, qG3, qro = np.zeros((nk, 1)), np.zeros((nk, 1, d)), np.zeros((nk, 1))
@@ -980,12 +1019,26 @@ def load():
 # ------------------------------------------------------------------------------------------
 # the plan: the evaluator's structure as the kernel's arrays
 
+def _normal_ball(c, r):
+    """Balls ``c +- r`` (arrays) containing the given ones with no subnormal double: a centre
+    below ``2^-900`` in magnitude becomes 0 with ``|c|`` added to the radius, and a nonzero radius
+    is at least the kernel's error term ``2^-500`` (the NumPy pass's radii of exact entries are
+    ``eta = 2^-1074``; every product with one would cost a microcode assist)."""
+    c, r = np.asarray(c, dtype=np.float64), np.asarray(r, dtype=np.float64)
+    small = (c != 0) & (np.abs(c) < 2.0**-900)
+    r = np.where(small, fo.up(r + np.abs(c)), r)
+    c = np.where(small, 0.0, c)
+    return c, np.where(r != 0, np.maximum(r, _ETA), r)
+
+
 class _Plan:
     """The arrays the kernel reads for one evaluator (built once)."""
 
     def __init__(self, ev, att_index, maps, rows):
         d = ev.d
         F0c, F0r, Fc, Fr = maps
+        F0c, F0r = _normal_ball(F0c, F0r)
+        Fc, Fr = _normal_ball(Fc, Fr)
         self.F = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in (F0c, F0r, Fc, Fr))
         D, n = F0c.shape
         self.rows = np.array(rows, dtype=np.int64)
@@ -995,12 +1048,14 @@ class _Plan:
         mats = [(hd.W_Q, hd.W_K, hd.W_V, hd.W_O) for hd in heads]
 
         def stack(j):
-            Wm = np.ascontiguousarray(np.stack([m[j][0] for m in mats]), dtype=np.float64)
+            Wm = np.stack([m[j][0] for m in mats])
             Wr = np.stack([np.zeros_like(m[j][0]) if m[j][1] is None else m[j][1] for m in mats])
-            return Wm, np.ascontiguousarray(Wr, dtype=np.float64)
+            Wm, Wr = _normal_ball(Wm, Wr)
+            return np.ascontiguousarray(Wm, dtype=np.float64), np.ascontiguousarray(Wr, dtype=np.float64)
 
         self.W = [stack(j) for j in range(4)]
-        self.has_r = np.array([[m[j][1] is not None for j in range(4)] for m in mats], dtype=np.bool_)
+        self.has_r = np.array([[bool(self.W[j][1][hd].any()) for j in range(4)] for hd in range(len(mats))],
+                              dtype=np.bool_)
         self.skip = (float(skip[0]), float(skip[1]))
         self.tau = (True, float(tau[0]), float(tau[1])) if tau is not None else (False, 1.0, 0.0)
         nk, nv = self.W[0][0].shape[1], self.W[2][0].shape[1]
@@ -1015,15 +1070,14 @@ class _Plan:
                 keep[u], zero[u2] = True, True
 
             def mat(W):
-                return (np.ascontiguousarray(W[0], dtype=np.float64),
-                        np.zeros_like(W[0]) if W[1] is None else np.ascontiguousarray(W[1], dtype=np.float64),
-                        W[1] is not None)
+                Wm, Wr = _normal_ball(W[0], np.zeros_like(W[0]) if W[1] is None else W[1])
+                return (np.ascontiguousarray(Wm, dtype=np.float64), np.ascontiguousarray(Wr, dtype=np.float64),
+                        bool(Wr.any()))
 
             def bias(bv):
-                bm, br = bv
-                has = bool(bm.any() or (br is not None and br.any()))
-                return (np.ascontiguousarray(bm, dtype=np.float64),
-                        np.zeros_like(bm) if br is None else np.ascontiguousarray(br, dtype=np.float64), has)
+                bm, br = _normal_ball(bv[0], np.zeros_like(bv[0]) if bv[1] is None else bv[1])
+                has = bool(bm.any() or br.any())
+                return np.ascontiguousarray(bm, dtype=np.float64), np.ascontiguousarray(br, dtype=np.float64), has
 
             gam = np.array([_gamma(d) if d else (1.0, 0.0), _gamma(D), _gamma(Hn)])
             self.ffns.append(mat(W1) + bias(b1) + mat(W2) + bias(b2) + (keep, zero, float(skip2[0]),

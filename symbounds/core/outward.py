@@ -35,6 +35,8 @@ import numpy as np
 
 __all__ = [
     "ETA",
+    "LN_TINY",
+    "TINY",
     "U",
     "down",
     "err",
@@ -52,6 +54,21 @@ __all__ = [
 U = 2.0**-53
 ETA = 2.0**-1074
 _INF = np.inf
+
+#: The threshold below which a positive quantity of the box pass (a softmax weight ``e^a`` of a
+#: far token; :mod:`symbounds.core.float_boxes` and its fused kernel) is replaced by the constant
+#: enclosure ``[0, TINY]``: ``2^-300``.  Why: a multiplication with a subnormal operand or result
+#: costs a microcode assist on x86 cores (some 50 times an ordinary one), and a far token's
+#: weight ``e^a``, ``a < -708``, is subnormal, and so are its products.  ``[0, 2^-300]`` is a
+#: normal constant: its product with a radius (at least the fused kernel's error term
+#: ``2^-500``) and then with ``4u`` (the next outward rounding) is ``2^-851`` or more, so it stays
+#: normal for further factors down to ``2^-171``.  What it costs: a weight below ``2^-300`` loses
+#: its gradient, and the readout's enclosure widens by at most ``n 2^-300`` times the values'
+#: size (about ``10^-87`` at ``n = 1024``), far below any claim's resolution.
+TINY = 2.0**-300
+#: A double below ``ln TINY = -300 ln 2 = -207.944...`` (checked at import in 200-bit balls):
+#: ``a < LN_TINY`` implies ``e^a < TINY``.
+LN_TINY = -208.0
 
 
 _FOUR_U = 2.0**-51
@@ -244,3 +261,12 @@ def from_fraction(q) -> tuple[float, float]:
     if d == 0:
         return m, 0.0
     return m, float(up(float(d)))
+
+
+def _check_ln_tiny():
+    """``LN_TINY < ln TINY``, decided in 200-bit balls."""
+    with flint.ctx.workprec(200):
+        assert flint.arb(LN_TINY) < flint.arb(2).log() * (-300) and math.ldexp(1.0, -300) == TINY
+
+
+_check_ln_tiny()
