@@ -87,3 +87,19 @@ def timeout_seconds(text) -> float | None:
 #: why a search ended undecided (``SearchResult.stopped``), in words
 STOPPED = {"timeout": "the timeout", "max-boxes": "the box limit", "min-width": "the smallest box width",
            "leakage": "E above eps at a point where the worst target's error is not"}
+
+
+def certificate_of_format(path: str, fmt: str) -> dict | None:
+    """The file's JSON object when it is a certificate of format ``fmt`` (numbers as strings, as
+    every certificate writes them), else None."""
+    from ..core.certificate import CertificateError
+    from ..core.files import read_json_file
+
+    def no_float(text):
+        raise CertificateError(f"JSON number {text!r}: numbers must be strings")
+
+    try:
+        obj = read_json_file(path, CertificateError, no_float, no_float)
+    except CertificateError:
+        return None
+    return obj if isinstance(obj, dict) and obj.get("format") == fmt else None

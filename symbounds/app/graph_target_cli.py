@@ -72,18 +72,10 @@ def run_graph_certify(args, graph, eps, prec: int, timeout) -> int:
 
 def is_graph_target_certificate(path: str) -> dict | None:
     """The file's JSON object when it is a graph target certificate, else None."""
-    from ..core.certificate import CertificateError
-    from ..core.files import read_json_file
     from ..core.graph_target import GRAPH_TARGET_FORMAT
+    from .certificate_out import certificate_of_format
 
-    def no_float(text):
-        raise CertificateError(f"JSON number {text!r}: numbers must be strings")
-
-    try:
-        obj = read_json_file(path, CertificateError, no_float, no_float)
-    except CertificateError:
-        return None
-    return obj if isinstance(obj, dict) and obj.get("format") == GRAPH_TARGET_FORMAT else None
+    return certificate_of_format(path, GRAPH_TARGET_FORMAT)
 
 
 def run_graph_target_check(args, cert: dict) -> int:

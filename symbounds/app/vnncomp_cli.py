@@ -316,18 +316,10 @@ def run_vnncomp(args) -> int:
 
 def is_property_certificate(path: str) -> dict | None:
     """The file's JSON object when it is a property certificate, else None."""
-    from ..core.certificate import CertificateError
-    from ..core.files import read_json_file
     from ..core.property_certificate import PROPERTY_FORMAT
+    from .certificate_out import certificate_of_format
 
-    def no_float(text):
-        raise CertificateError(f"JSON number {text!r}: numbers must be strings")
-
-    try:
-        obj = read_json_file(path, CertificateError, no_float, no_float)
-    except CertificateError:
-        return None
-    return obj if isinstance(obj, dict) and obj.get("format") == PROPERTY_FORMAT else None
+    return certificate_of_format(path, PROPERTY_FORMAT)
 
 
 def run_property_check(args, cert: dict) -> int:

@@ -37,7 +37,7 @@ from .contexts import ExactUnsupported, Undecided
 from .evaluator import ScalarEvaluator
 from .taylor import TM, TaylorContext
 
-__all__ = ["LAYOUTS", "sequences", "allowed_keys", "attention", "mean_tokens", "select_tokens", "slice_columns",
+__all__ = ["LAYOUTS", "dot", "sequences", "allowed_keys", "attention", "mean_tokens", "select_tokens", "slice_columns",
            "concat_columns"]
 
 LAYOUTS = ("batch_major", "sequence_major")
@@ -61,7 +61,7 @@ def allowed_keys(mask, L: int) -> list:
     return [[k for k in range(L) if mask[j][k]] for j in range(L)]
 
 
-def _dot(ctx, a, b, la=None, lb=None):
+def dot(ctx, a, b, la=None, lb=None):
     """``sum_i a_i b_i``; for Taylor models in one step (:func:`_dot_tm`) with the deviation bounds
     ``la``, ``lb`` when given (a query row meets every key: they are computed once)."""
     if isinstance(ctx, TaylorContext):
@@ -130,7 +130,7 @@ def attention(ctx, p: dict, X: list, project) -> list:
             for i in range(h):
                 hk = slice(i * dk, (i + 1) * dk)
                 q, ql = Q[j][hk], QL[j] and QL[j][hk]
-                scores = [_dot(ctx, q, K[k][hk], ql, KL[k] and KL[k][hk]) for k in ks]
+                scores = [dot(ctx, q, K[k][hk], ql, KL[k] and KL[k][hk]) for k in ks]
                 if taylor and not hard:
                     o.extend(_softmax_head_tm(ctx, scale, q, ql, scores, [K[k][hk] for k in ks],
                                               [V[k][i * dv:(i + 1) * dv] for k in ks]))
@@ -141,7 +141,7 @@ def attention(ctx, p: dict, X: list, project) -> list:
                     w = ev.softmax([s * scale for s in scores])
                 wl = [u.dev() for u in w] if taylor else None
                 for a in range(i * dv, (i + 1) * dv):
-                    o.append(_dot(ctx, w, [V[k][a] for k in ks], wl, taylor and [VL[k][a] for k in ks] or None))
+                    o.append(dot(ctx, w, [V[k][a] for k in ks], wl, taylor and [VL[k][a] for k in ks] or None))
             O[j] = o
     return [project(ctx, p["o"], o) for o in O]
 

@@ -373,7 +373,7 @@ def _attention_ops(graph, nd, src: str) -> list:
                         for l in A.keys[jp]:
                             if l != k:
                                 diff = [a - b for a, b in zip(K[seq[l]][hk], K[seq[k]][hk])]
-                                row[A.pair(i, k, l)] = gt._dot(ctx, q, diff) * sc
+                                row[A.pair(i, k, l)] = gt.dot(ctx, q, diff) * sc
             except (Undecided, ZeroDivisionError, ValueError):
                 row = _blank(ctx, nd_w)
             out.append(row)
@@ -415,7 +415,7 @@ def _attention_ops(graph, nd, src: str) -> list:
                 ks = A.keys[jp]
                 w = [Wt[t][A.key(i, k)] for k in ks]
                 for a in range(i * A.dv, (i + 1) * A.dv):
-                    row.append(gt._dot(ctx, w, [V[seq[k]][a] for k in ks]))
+                    row.append(gt.dot(ctx, w, [V[seq[k]][a] for k in ks]))
             out.append(row)
         return out
 

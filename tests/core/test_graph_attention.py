@@ -815,7 +815,7 @@ def _old_softmax_head(ctx, scale, q, ql, scores, Ks, Vs):
     """The node's former Taylor-model head, written here: ``w = softmax(s)`` shifted by the top
     score's own model (two separately enclosed scores per difference), ``o = sum_k w_k v_k``."""
     from symbounds.core.evaluator import ScalarEvaluator
-    from symbounds.core.graph_tokens import _dot
+    from symbounds.core.graph_tokens import dot as _dot
 
     w = ScalarEvaluator(ctx).softmax([s * scale for s in scores])
     return [_dot(ctx, w, [v[a] for v in Vs]) for a in range(len(Vs[0]))]
