@@ -5,7 +5,8 @@ The claim: no input ``x`` of the property's box ``[L, H]`` reaches its unsafe re
 It is accepted when the fields are those of the format, both SHA-256 digests are recomputed, the
 leaves lie in ``[L, H]`` and cover it (exact rationals), and on every leaf each alternative ``a``
 has a constraint ``c`` whose enclosure, ``sum_j w_cj Y_j + k_c`` as one Taylor model, lies on its
-false side (the leaf bisected up to ``SPLITS`` times where one enclosure is too wide).
+false side (the leaf bisected up to ``LEAF_SPLITS`` times where one enclosure is too wide: the
+prover's linear bounds decide wider leaves than the kernel's Taylor models).
 
 The property is read by the kernel's own reader: s-expressions, ``declare-const`` of ``X_i`` and
 ``Y_j``, ``assert`` of comparisons ``<= >= < > =`` of linear terms (numbers, variables,
@@ -24,7 +25,7 @@ from . import taylor as tm
 from .graph import FORMAT as GRAPH, Graph
 from .network import Network, _ball
 from .read import Rejected, number
-from .verify import PREC, SPLITS, covers, digested
+from .verify import PREC, covers, digested
 
 FORMAT = "symbounds-property-certificate/1"
 CLAIM = "no input of the property's box reaches its unsafe region (answer unsat)"
@@ -141,6 +142,11 @@ def read_property(text):
     return [lo[f"X_{i}"] for i in range(m)], [hi[f"X_{i}"] for i in range(m)], k, alternatives
 
 
+#: bisections of a leaf (one axis at a time, the widest first): 2^12 sub-boxes at most, enough to
+#: halve each of 12 inputs once, or 6 twice, where the prover's relaxations proved a whole leaf
+LEAF_SPLITS = 12
+
+
 def check_property(cert, progress=None) -> str:
     """Accept ``cert`` (returns a one-line summary) or raise :class:`Rejected` with the reason."""
     if set(cert) != _KEYS:
@@ -173,7 +179,7 @@ def check_property(cert, progress=None) -> str:
         if k != outputs:
             raise Rejected(f"the property has {k} outputs, the model {outputs}")
         for i, (lo, hi) in enumerate(leaves):
-            if not _unsafe_unreachable(outs, alternatives, lo, hi, SPLITS):
+            if not _unsafe_unreachable(outs, alternatives, lo, hi, LEAF_SPLITS):
                 raise Rejected(f"leaf {i}: the kernel cannot show every unsafe alternative unreachable on it")
             if progress is not None:
                 progress(i + 1, len(leaves))
