@@ -8,6 +8,7 @@ narrow boxes (the last test shows the check fails then).
 """
 
 import functools
+import json
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -71,6 +72,11 @@ def test_the_tail_applies_and_keeps_only_the_near_tokens():
     assert net.tail is not None
     keep, extra = net.tail.split([arb(1) / 3 + arb(0, 2**-12), arb(2) / 3 + arb(0, 2**-12)], 0)
     assert 0 in keep and len(keep) < 64 and extra is not None and len(extra) == 1
+    tail.CUT, cut = 1e9, tail.CUT  # no token that far below: every column kept, no tail token
+    try:
+        assert net.tail.split([arb(1) / 3 + arb(0, 2**-12), arb(2) / 3 + arb(0, 2**-12)], 0) == (list(range(64)), None)
+    finally:
+        tail.CUT = cut
 
 
 @pytest.mark.slow
@@ -117,6 +123,67 @@ def test_the_tail_token_encloses_the_tails_sum_of_weights_and_values_at_points(c
                         assert all(vals[r].contains(V[r][k]) for r in range(len(V)) for k in tokens)
     finally:
         ctx.prec = old
+
+
+def _tweaked(model):
+    """The model with a temperature 3 (W_Q times 3), W_K halved and b2 = 1/7 in the feed-forward
+    layers: the [SL26] network has tau = 1, integer score weights and b2 = 0, on which a kernel
+    that ignored tau, multiplied by a denominator or dropped b2 would agree with the right one."""
+    m = json.loads(json.dumps(model))
+    for L in m["layers"]:
+        if L["type"] == "ffn":
+            L["b2"] = ["1/7"] * len(L["b2"])
+    last = [L for L in m["layers"] if L["type"] == "attention"][-1]
+    last["tau"] = "3"
+    for H in last["heads"]:
+        H["W_Q"] = [[str(Fraction(v) * 3) for v in r] for r in H["W_Q"]]
+        H["W_K"] = [[str(Fraction(v) / 2) for v in r] for r in H["W_K"]]
+    return m
+
+
+@pytest.mark.parametrize("tweak", [False, True])
+def test_the_tail_token_against_the_last_layers_scores_and_values_in_mpmath(monkeypatch, tweak):
+    """An independent reference for the tail (found by mutation testing: the test above reads the
+    kernel's own ``scores``): the token columns entering the last attention layer at points of the
+    box, from the model file's formulas in mpmath (``byon_helpers.reference`` on the layers before
+    it), give each tail token's score ``s_k = (W_Q z_c) . (W_K z_k) / tau`` and value ``W_V z_k``;
+    ``sum_tail e^(s_k)`` must lie in ``e^s`` of the tail token and every value in its hull."""
+    import mpmath
+
+    monkeypatch.setattr(tail, "CUT", 1)
+    d, eps, target = CASES[1]
+    model = _tweaked(_model(d, eps, target)) if tweak else _model(d, eps, target)
+    net = Network(model, d)
+    last = model["layers"][net.last_attention]
+    trunc = {k: v for k, v in model.items() if k != "readout"}
+    trunc["layers"] = model["layers"][:net.last_attention]
+    x, w = (Fraction(3, 10), Fraction(6, 10)), 16
+    old, ctx.prec = ctx.prec, verify.PREC
+    try:
+        box = [arb(c.numerator) / c.denominator + arb(0, 1 / w) for c in x]
+        keep, extra = net.tail.split(box, 0)
+    finally:
+        ctx.prec = old
+    tokens = [k for k in range(net.A.ncols()) if k not in keep]
+    assert extra is not None and tokens
+    tau = as_fraction(mpmath.mpf(1)) if "tau" not in last else Fraction(last["tau"])
+    with mpmath.workprec(100):
+        for corner in ((-1, -1), (1, 1), (-1, 1)):
+            p = [c + a * Fraction(1, w) for c, a in zip(x, corner)]
+            flat = reference(trunc, p, bits=100)
+            D = len(flat) // net.A.ncols()
+            col = lambda j: flat[j * D:(j + 1) * D]
+            mv = lambda W, z: [mpmath.fsum(mpmath.mpf(Fraction(a).numerator) / Fraction(a).denominator * v
+                                           for a, v in zip(row, z)) for row in W]
+            for H, (ball, vals) in zip(last["heads"], extra):
+                q = mv(H["W_Q"], col(0))
+                s = [mpmath.fsum(a * b for a, b in zip(q, mv(H["W_K"], col(k)))) / (
+                    mpmath.mpf(tau.numerator) / tau.denominator) for k in tokens]
+                logE = max(s) + mpmath.log(mpmath.fsum(mpmath.exp(v - max(s)) for v in s))
+                assert float(ball.lower()) - 1e-9 <= logE <= float(ball.upper()) + 1e-9, (corner, logE, ball)
+                V = [mv(H["W_V"], col(k)) for k in tokens]
+                for r, vb in enumerate(vals):
+                    assert all(float(vb.lower()) - 1e-12 <= v[r] <= float(vb.upper()) + 1e-12 for v in V), (corner, r)
 
 
 def _plain_at(net, p):
