@@ -126,7 +126,7 @@ def test_the_tail_token_encloses_the_tails_sum_of_weights_and_values_at_points(c
 
 
 def _tweaked(model):
-    """The model with a temperature 3 (W_Q times 3), W_K halved and b2 = 1/7 in the feed-forward
+    """The model with a temperature 3/2 (W_Q times 3/2), W_K halved and b2 = 1/7 in the feed-forward
     layers: the [SL26] network has tau = 1, integer score weights and b2 = 0, on which a kernel
     that ignored tau, multiplied by a denominator or dropped b2 would agree with the right one."""
     m = json.loads(json.dumps(model))
@@ -134,9 +134,9 @@ def _tweaked(model):
         if L["type"] == "ffn":
             L["b2"] = ["1/7"] * len(L["b2"])
     last = [L for L in m["layers"] if L["type"] == "attention"][-1]
-    last["tau"] = "3"
+    last["tau"] = "3/2"
     for H in last["heads"]:
-        H["W_Q"] = [[str(Fraction(v) * 3) for v in r] for r in H["W_Q"]]
+        H["W_Q"] = [[str(Fraction(v) * Fraction(3, 2)) for v in r] for r in H["W_Q"]]
         H["W_K"] = [[str(Fraction(v) / 2) for v in r] for r in H["W_K"]]
     return m
 
