@@ -356,9 +356,15 @@ def norm_caps(weight, bias, k: int) -> list:
     sqrt(k) |w_i|`` (``k`` from :func:`norm_cap_square`; ``weight``, ``bias`` Arb balls, ``bias``
     None for RMSNorm), in ball arithmetic at the current precision (so rounded outward)."""
     root = flint.arb(k).sqrt()
-    unit = flint.arb(0, 1)
     zero = flint.arb(0)
-    return [(zero if bias is None else bias[i]) + unit * (root * abs(w)) for i, w in enumerate(weight)]
+    out = []
+    for i, w in enumerate(weight):
+        b = zero if bias is None else bias[i]
+        half = root * abs(w)
+        # the ball spanning the exact ends (one rounding of its radius, where b + [-1, 1] half
+        # would round twice)
+        out.append(flint.arb((b - half).lower()).union(flint.arb((b + half).upper())))
+    return out
 
 
 def _as_ball(v) -> flint.arb:
