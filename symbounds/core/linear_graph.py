@@ -26,7 +26,9 @@ output to the input, each by a linear function of its input(s):
   affine, the square and the reciprocal root are functions as above, and each product ``d_j s`` is
   bounded by McCormick's planes (:meth:`_Bounds._bilinear`); the output's forward model and its
   range are met with the a-priori bound ``b_i +- sqrt(n - 1) |w_i|`` (RMSNorm ``+- sqrt(n) |w_i|``,
-  :func:`symbounds.core.graph.norm_cap_square`), whatever the input;
+  :func:`symbounds.core.graph.norm_cap_square`), whatever the input, and in the pass that takes
+  the attention as its Taylor model the norm's output enters as its capped forward model too
+  (where ``s``'s range is wide the McCormick planes of ``d_j s`` are loose, the cap is not);
 * **softmax attention** is taken apart (:func:`_attention_ops`): the projections are affine, the
   score differences ``d_jkl = scale <q_j, k_l - k_k>`` are sums of products bounded by McCormick's
   planes (with the ranges of ``q_j`` and of ``k_l - k_k``, each met with its own backward
@@ -271,7 +273,9 @@ def _norm_ops(nd, src: str, n: int) -> list:
     node's own output) carries ``cap``, the a-priori balls ``b_i + [-1, 1] sqrt(n - 1) |w_i|``
     (RMSNorm ``[-1, 1] sqrt(n) |w_i|``; :func:`symbounds.core.graph.norm_cap_square`): its forward
     Taylor model is met with them (:func:`symbounds.core.graph.meet_caps`) and so is its range
-    (:meth:`_Bounds.range`), so the relaxations after the norm start from the capped range."""
+    (:meth:`_Bounds.range`), so the relaxations after the norm start from the capped range; it is
+    also ``cut``: the pass that takes the attention as its Taylor model (one more pass where there
+    is none) takes the norm's output as its capped forward model."""
     p, name = nd.params, nd.name
     eps = p["eps"]
     eps_q = flint.fmpq(eps.numerator, eps.denominator)
@@ -297,7 +301,7 @@ def _norm_ops(nd, src: str, n: int) -> list:
                         gr.norm_cap_square(nd.op, n))
     inner = out.forward
     out.forward = lambda ctx, rows: gr.meet_caps(ctx, inner(ctx, rows), caps)
-    out.cap = caps
+    out.cap, out.cut = caps, True
     ops.append(out)
     return ops
 
@@ -604,8 +608,8 @@ class _Bounds:
     def _passes(self, upto: int) -> list:
         """The backward passes ``(mode, cut)`` through ops ``0 .. upto - 1``: the modes of
         :data:`MODES` where an undecided ReLU or a product lies before (else the first), each with
-        the attention relaxed, and one more (mode 0) with every attention node entering as its
-        Taylor model (``cut``) where there is one."""
+        the attention relaxed, and one more (mode 0) with every attention node and every norm's
+        output entering as its Taylor model (``cut``) where there is one."""
         ops = self.ops[:upto]
         many = any(op.kind in ("bilinear", "scores", "mix") or any(r.through0 for r in self.relax.get(op.name, ()))
                    for op in ops)
