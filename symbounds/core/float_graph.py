@@ -28,7 +28,9 @@ The operations (each rule's formula is in its function's docstring):
   order exact, so the composition is first-order tight);
 * ``layer_norm`` and ``rms_norm``: the deviations ``x_i - mu`` formed first as models (the common
   linear part cancels), the mean of their products, ``+ eps``, and ``t^(-1/2)`` by
-  :func:`_rsqrt` on ``[max(lo, eps), hi]`` (the true value is at least ``eps``).
+  :func:`_rsqrt` on ``[max(lo, eps), hi]`` (the true value is at least ``eps``); each output then
+  met with its a-priori bound ``b_i +- sqrt(n - 1) |w_i|`` (RMSNorm: ``+- sqrt(n) |w_i|``;
+  :func:`symbounds.core.graph.norm_cap_square`), the ends rounded outward (:func:`_meet_cap`).
 
 The values at a point come from correctly rounded operations only (``+ - * /`` and ``sqrt``,
 which IEEE 754 rounds to nearest, and :func:`symbounds.core.outward.exp_bounds`): ``sigmoid``
@@ -53,6 +55,7 @@ import numpy as np
 from . import outward as fo
 from .exact import arb_to_fraction
 from .float_boxes import FTM, Boxes, add_bias, centres
+from . import graph as gr
 from .graph import CONSTANT_OPS, Graph
 
 __all__ = ["FLOAT_OPS", "FloatGraphEvaluator", "evaluator", "erf_bounds", "erf_directed", "log1p_bounds", "rsqrt_bounds",
@@ -615,7 +618,39 @@ def _norm(bx: Boxes, p: dict, a: FTM, layer: bool) -> FTM:
     y = bx.mul(bx.mul(d, _row_vector(s)), p["weight"])
     if layer:
         y = bx.add(y, p["bias"])
-    return y
+    return _meet_cap(bx, y, p["cap_lo"], p["cap_hi"])
+
+
+def _norm_cap(op: str, weight, bias):
+    """The a-priori bounds of a norm's outputs as doubles of shape ``(1, W, 1)``, ``lo <= b_i -
+    sqrt(k) |w_i|`` and ``hi >= b_i + sqrt(k) |w_i|`` (``k = n - 1`` for LayerNorm, ``n`` for
+    RMSNorm, :func:`symbounds.core.graph.norm_cap_square`; ``b = 0`` for RMSNorm): each end
+    enclosed in 200-bit Arb from the exact weights and moved outward to a double
+    (:func:`_arb_bounds`)."""
+    k = gr.norm_cap_square(op, len(weight))
+    q = lambda v: flint.arb(flint.fmpq(Fraction(v).numerator, Fraction(v).denominator))
+    lo, hi = [], []
+    for i, w in enumerate(weight):
+        b = Fraction(0) if bias is None else Fraction(bias[i])
+        lo.append(_arb_bounds(lambda: q(b) - flint.arb(k).sqrt() * abs(q(w)))[0])
+        hi.append(_arb_bounds(lambda: q(b) + flint.arb(k).sqrt() * abs(q(w)))[1])
+    return np.array(lo)[None, :, None], np.array(hi)[None, :, None]
+
+
+def _meet_cap(bx: Boxes, y: FTM, cap_lo, cap_hi) -> FTM:
+    """Per box and entry, the model ``y`` where its range lies inside ``[cap_lo, cap_hi]``, else
+    the interval (range ∩ cap) (:func:`_choose`; the constant model: a model met with an interval
+    cannot keep its gradient in general); where the range is not finite, or misses the cap (which
+    a sound model cannot), the cap itself, which holds the norm's value for every input."""
+    lo, hi = bx.range(y)
+    with np.errstate(invalid="ignore"):
+        inside = (lo >= cap_lo) & (hi <= cap_hi)  # False where NaN
+        ilo = np.where(lo > cap_lo, lo, cap_lo)  # NaN: the cap's end
+        ihi = np.where(hi < cap_hi, hi, cap_hi)
+        miss = ~(ilo <= ihi)
+    ilo = np.where(miss, cap_lo, ilo)
+    ihi = np.where(miss, cap_hi, ihi)
+    return _choose(bx, y, ilo, ihi, ~inside)
 
 
 def _concat(parts: list) -> FTM:
@@ -696,6 +731,7 @@ def _params(nd, width: int) -> dict:
                "weight": _const([_ball(v) for v in p["weight"]])}
         if op == "layer_norm":
             out["bias"] = _const([_ball(v) for v in p["bias"]])
+        out["cap_lo"], out["cap_hi"] = _norm_cap(op, p["weight"], p.get("bias") if op == "layer_norm" else None)
         return out
     if op == "mean_tokens":
         L = p.get("sequence_length")

@@ -16,6 +16,10 @@ tensor from earlier ones.  The row-wise operations act on each row alone:
   row (``var`` the mean of squared deviations, as PyTorch and ONNX define it);
 * ``rms_norm``: ``x / sqrt(mean(x^2) + eps) * weight``.
 
+Both norms are bounded whatever their input: ``|y_i - b_i| <= sqrt(n - 1) |w_i|`` for LayerNorm and
+``|y_i| <= sqrt(n) |w_i|`` for RMSNorm (``n`` the width; :func:`norm_cap_square`), and the rigorous
+contexts meet every output with that bound (:func:`meet_caps`).
+
 The token and column operations (:mod:`symbounds.core.graph_tokens`) read several rows or part of
 a row: ``attention`` (multi-head softmax or hardmax self-attention, with biases, a mask and
 independent sequences), ``slice``, ``concat``, ``select_tokens``, ``mean_tokens``.  A graph knows
@@ -38,9 +42,10 @@ import flint
 from . import activations as act
 from . import graph_tokens as gt
 from .contexts import BallContext, Context, ExactUnsupported
+from .taylor import TM, TaylorContext
 
 __all__ = ["Node", "Graph", "UNARY", "CONSTANT_OPS", "TOKEN_OPS", "OPS", "is_graph", "tokens_after", "width_after",
-           "node_tensor", "node_row", "square"]
+           "node_tensor", "node_row", "square", "norm_cap_square", "norm_caps", "meet_caps"]
 
 #: entry-by-entry functions without parameters
 UNARY = {"relu": act.relu, "tanh": act.tanh, "sigmoid": act.sigmoid, "softplus": act.softplus, "exp": act.exp,
@@ -333,22 +338,98 @@ def _sum(ctx: Context, vs):
     return acc
 
 
+def norm_cap_square(op: str, n: int) -> int:
+    """``k`` with ``|(x_i - mu) s| <= sqrt(k)`` (``layer_norm``: ``n - 1``) or ``|x_i s| <= sqrt(k)``
+    (``rms_norm``: ``n``) for every real row ``x`` of width ``n`` and every ``eps > 0``.
+
+    LayerNorm: the deviations ``d_j = x_j - mu`` sum to 0, so ``d_i = -sum_(j != i) d_j`` and by
+    Cauchy-Schwarz ``d_i^2 <= (n - 1) sum_(j != i) d_j^2 = (n - 1) (n m - d_i^2)``, ``m`` the mean
+    of ``d_j^2``; hence ``d_i^2 <= (n - 1) m`` and ``|d_i| s = |d_i| / sqrt(m + eps) <=
+    sqrt((n - 1) m / (m + eps)) < sqrt(n - 1)`` (equality in the limit ``eps -> 0`` for one entry
+    apart from ``n - 1`` equal ones; ``n = 1``: ``d = 0``, ``y = b``).  RMSNorm: ``x_i^2 <= sum_j
+    x_j^2 = n q``, ``q`` the mean of ``x_j^2``, so ``|x_i| s <= sqrt(n q / (q + eps)) < sqrt(n)``."""
+    return n - 1 if op == "layer_norm" else n
+
+
+def norm_caps(weight, bias, k: int) -> list:
+    """The a-priori enclosures of a norm's outputs, one Arb ball per column: ``b_i + [-1, 1]
+    sqrt(k) |w_i|`` (``k`` from :func:`norm_cap_square`; ``weight``, ``bias`` Arb balls, ``bias``
+    None for RMSNorm), in ball arithmetic at the current precision (so rounded outward)."""
+    root = flint.arb(k).sqrt()
+    zero = flint.arb(0)
+    out = []
+    for i, w in enumerate(weight):
+        b = zero if bias is None else bias[i]
+        half = root * abs(w)
+        # the ball spanning the exact ends (one rounding of its radius, where b + [-1, 1] half
+        # would round twice)
+        out.append(flint.arb((b - half).lower()).union(flint.arb((b + half).upper())))
+    return out
+
+
+def _as_ball(v) -> flint.arb:
+    return v.range() if isinstance(v, TM) else v
+
+
+def meet_caps(ctx: Context, ys: list, caps: list) -> list:
+    """Each enclosure ``ys[i]`` met with its a-priori ball ``caps[i]`` (:func:`norm_caps`), in the
+    rigorous contexts (the point contexts and the exact one compute the value itself, which lies
+    in the cap).  A ball: the intersection.  A Taylor model: kept where its range lies inside the
+    cap, else the constant model of (range ∩ cap) (:meth:`TaylorContext.hull`; a model met with an
+    interval cannot keep its gradient in general).  Where the enclosure is not finite or misses
+    the cap (which a sound enclosure cannot), the cap alone (it holds the value for every input)."""
+    if isinstance(ctx, BallContext):
+        out = []
+        for y, cap in zip(ys, caps):
+            if not isinstance(y, flint.arb) or not y.is_finite() or not y.overlaps(cap):
+                out.append(cap)
+            elif cap.contains(y):
+                out.append(y)
+            else:
+                out.append(y.intersection(cap))
+        return out
+    if isinstance(ctx, TaylorContext):
+        out = []
+        for y, cap in zip(ys, caps):
+            rng = ctx.convert(y).range()
+            if not rng.is_finite() or not rng.overlaps(cap):
+                out.append(ctx.hull(cap))
+            elif cap.contains(rng):
+                out.append(y)
+            else:
+                out.append(ctx.hull(rng.intersection(cap)))
+        return out
+    return ys
+
+
 def _layer_norm(ctx: Context, p: dict, x: list) -> list:
     """``(x_i - mu) / sqrt(sigma^2 + eps) w_i + b_i``, ``mu`` the mean of the row and ``sigma^2``
     the mean of ``(x_i - mu)^2``; the deviations ``x_i - mu`` are computed first, so Taylor models
-    keep their correlation (the linear parts of a nearly constant row cancel in them)."""
+    keep their correlation (the linear parts of a nearly constant row cancel in them).  Each output
+    is then met with its a-priori bound ``b_i + [-1, 1] sqrt(n - 1) |w_i|`` (:func:`norm_cap_square`,
+    :func:`meet_caps`): where the row's variance can come close to 0 on a box, ``1/sqrt(sigma^2 +
+    eps)`` is enclosed over a range with a large upper end, and the product far wider than that."""
     mu = _sum(ctx, x) * p["inv_n"]
     d = [v - mu for v in x]
     var = _sum(ctx, [square(ctx, v) for v in d]) * p["inv_n"]
     s = act.rsqrt_from(ctx, var + p["eps"], p["eps_q"])
-    return [(di * s) * w + b for di, w, b in zip(d, p["weight"], p["bias"])]
+    y = [(di * s) * w + b for di, w, b in zip(d, p["weight"], p["bias"])]
+    if not isinstance(ctx, (BallContext, TaylorContext)):
+        return y
+    k = norm_cap_square("layer_norm", len(x))
+    return meet_caps(ctx, y, norm_caps([_as_ball(w) for w in p["weight"]], [_as_ball(b) for b in p["bias"]], k))
 
 
 def _rms_norm(ctx: Context, p: dict, x: list) -> list:
-    """``x_i / sqrt(mean(x^2) + eps) w_i``."""
+    """``x_i / sqrt(mean(x^2) + eps) w_i``, met with its a-priori bound ``[-1, 1] sqrt(n) |w_i|``
+    (:func:`norm_cap_square`, :func:`meet_caps`)."""
     ms = _sum(ctx, [square(ctx, v) for v in x]) * p["inv_n"]
     s = act.rsqrt_from(ctx, ms + p["eps"], p["eps_q"])
-    return [(v * s) * w for v, w in zip(x, p["weight"])]
+    y = [(v * s) * w for v, w in zip(x, p["weight"])]
+    if not isinstance(ctx, (BallContext, TaylorContext)):
+        return y
+    k = norm_cap_square("rms_norm", len(x))
+    return meet_caps(ctx, y, norm_caps([_as_ball(w) for w in p["weight"]], None, k))
 
 
 def is_graph(model) -> bool:

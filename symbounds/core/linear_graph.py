@@ -24,7 +24,11 @@ output to the input, each by a linear function of its input(s):
   value taken (branch and bound);
 * **LayerNorm and RMSNorm** are taken apart (:func:`_norm_ops`): the centring and the mean are
   affine, the square and the reciprocal root are functions as above, and each product ``d_j s`` is
-  bounded by McCormick's planes (:meth:`_Bounds._bilinear`);
+  bounded by McCormick's planes (:meth:`_Bounds._bilinear`); the output's forward model and its
+  range are met with the a-priori bound ``b_i +- sqrt(n - 1) |w_i|`` (RMSNorm ``+- sqrt(n) |w_i|``,
+  :func:`symbounds.core.graph.norm_cap_square`), whatever the input, and in the pass that takes
+  the attention as its Taylor model the norm's output enters as its capped forward model too
+  (where ``s``'s range is wide the McCormick planes of ``d_j s`` are loose, the cap is not);
 * **softmax attention** is taken apart (:func:`_attention_ops`): the projections are affine, the
   score differences ``d_jkl = scale <q_j, k_l - k_k>`` are sums of products bounded by McCormick's
   planes (with the ranges of ``q_j`` and of ``k_l - k_k``, each met with its own backward
@@ -231,12 +235,12 @@ class _Op:
     whole output from the inputs' rows."""
 
     __slots__ = ("name", "kind", "inputs", "width", "W", "b", "f", "lo", "alpha", "node", "forward", "tensor",
-                 "convex", "fin", "att", "cut")
+                 "convex", "fin", "att", "cut", "cap")
 
     def __init__(self, name, kind, inputs, width, forward, **kw):
         self.name, self.kind, self.inputs, self.width, self.forward = name, kind, tuple(inputs), width, forward
         self.W = self.b = self.f = self.lo = self.alpha = self.node = None
-        self.convex = self.fin = self.att = None
+        self.convex = self.fin = self.att = self.cap = None
         self.tensor = self.cut = False
         for k, v in kw.items():
             setattr(self, k, v)
@@ -265,7 +269,13 @@ def _affine_op(name, src, W, b, forward=None):
 
 def _norm_ops(nd, src: str, n: int) -> list:
     """LayerNorm ``(x - mean x) s w + b`` / RMSNorm ``x s w``, ``s = 1/sqrt(mean(d^2) + eps)``, as
-    affine maps, the square, the reciprocal root, and the products ``d_j s``."""
+    affine maps, the square, the reciprocal root, and the products ``d_j s``.  The last op (the
+    node's own output) carries ``cap``, the a-priori balls ``b_i + [-1, 1] sqrt(n - 1) |w_i|``
+    (RMSNorm ``[-1, 1] sqrt(n) |w_i|``; :func:`symbounds.core.graph.norm_cap_square`): its forward
+    Taylor model is met with them (:func:`symbounds.core.graph.meet_caps`) and so is its range
+    (:meth:`_Bounds.range`), so the relaxations after the norm start from the capped range; it is
+    also ``cut``: the pass that takes the attention as its Taylor model (one more pass where there
+    is none) takes the norm's output as its capped forward model."""
     p, name = nd.params, nd.name
     eps = p["eps"]
     eps_q = flint.fmpq(eps.numerator, eps.denominator)
@@ -284,7 +294,15 @@ def _norm_ops(nd, src: str, n: int) -> list:
                    lambda ctx, rows: [v * rows[1][0] for v in rows[0]]))
     bias = p.get("bias", (Fraction(0),) * n)
     diag = [[p["weight"][i] if i == j else Fraction(0) for j in range(n)] for i in range(n)]
-    ops.append(_affine_op(name, f"{name}/p", diag, bias))
+    out = _affine_op(name, f"{name}/p", diag, bias)
+    # the a-priori bound b_i +- sqrt(k) |w_i| of every output (graph.norm_cap_square), balls at the
+    # current precision: the forward model is met with it, and so is the output's range
+    caps = gr.norm_caps([_q(v) for v in p["weight"]], [_q(v) for v in bias] if nd.op == "layer_norm" else None,
+                        gr.norm_cap_square(nd.op, n))
+    inner = out.forward
+    out.forward = lambda ctx, rows: gr.meet_caps(ctx, inner(ctx, rows), caps)
+    out.cap, out.cut = caps, True
+    ops.append(out)
     return ops
 
 
@@ -562,16 +580,36 @@ class _Bounds:
                 hi = b[1] if b[1] < out[e][1] else out[e][1]
                 if lo <= hi:  # else rounding alone: keep the Taylor range
                     out[e] = (lo, hi)
+        out = self.capped(name, out)
         if any(e is None for e in out):
             out = None
         self.ranges[name] = out
         return out
 
+    def capped(self, name: str, out: list) -> list:
+        """The bounds ``out`` (``(lower, upper)`` or None per entry, row by row) of tensor ``name``,
+        met with its a-priori balls where it is a norm's output (``cap`` of :func:`_norm_ops`; the
+        cap alone where an entry has no bound, or, which a sound bound cannot, misses it)."""
+        caps = self.ops[self.index[name]].cap if name in self.index else None
+        if caps is None:
+            return out
+        w = self.width[name]
+        out = list(out)
+        for e, b in enumerate(out):
+            clo, chi = caps[e % w].lower(), caps[e % w].upper()
+            if b is None:
+                out[e] = (clo, chi)
+                continue
+            lo = b[0] if b[0] > clo else clo
+            hi = b[1] if b[1] < chi else chi
+            out[e] = (lo, hi) if lo <= hi else (clo, chi)
+        return out
+
     def _passes(self, upto: int) -> list:
         """The backward passes ``(mode, cut)`` through ops ``0 .. upto - 1``: the modes of
         :data:`MODES` where an undecided ReLU or a product lies before (else the first), each with
-        the attention relaxed, and one more (mode 0) with every attention node entering as its
-        Taylor model (``cut``) where there is one."""
+        the attention relaxed, and one more (mode 0) with every attention node and every norm's
+        output entering as its Taylor model (``cut``) where there is one."""
         ops = self.ops[:upto]
         many = any(op.kind in ("bilinear", "scores", "mix") or any(r.through0 for r in self.relax.get(op.name, ()))
                    for op in ops)
@@ -1060,7 +1098,7 @@ def _run(graph, centre, half, prec: int, rows):
         for op in ops:
             if op.kind in ("unary", "relu", "bilinear", "scores", "mix") and not b.relax_op(op, prec):
                 return None, None
-        out = b.bounds(graph.output, len(ops))
+        out = b.capped(graph.output, b.bounds(graph.output, len(ops)))
         objs = b.objective_bounds(rows) if rows else None
     out = None if any(e is None for e in out) else out
     objs = None if objs is None or any(e is None for e in objs) else objs
