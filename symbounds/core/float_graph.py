@@ -629,12 +629,10 @@ def _norm_cap(op: str, weight, bias):
     (:func:`_arb_bounds`)."""
     k = gr.norm_cap_square(op, len(weight))
     q = lambda v: flint.arb(flint.fmpq(Fraction(v).numerator, Fraction(v).denominator))
-    lo, hi = [], []
-    for i, w in enumerate(weight):
-        b = Fraction(0) if bias is None else Fraction(bias[i])
-        lo.append(_arb_bounds(lambda: q(b) - flint.arb(k).sqrt() * abs(q(w)))[0])
-        hi.append(_arb_bounds(lambda: q(b) + flint.arb(k).sqrt() * abs(q(w)))[1])
-    return np.array(lo)[None, :, None], np.array(hi)[None, :, None]
+    with flint.ctx.workprec(200):
+        caps = gr.norm_caps([q(w) for w in weight], None if bias is None else [q(b) for b in bias], k)
+    ends = [_arb_bounds(lambda c=c: c) for c in caps]
+    return np.array([e[0] for e in ends])[None, :, None], np.array([e[1] for e in ends])[None, :, None]
 
 
 def _meet_cap(bx: Boxes, y: FTM, cap_lo, cap_hi) -> FTM:
