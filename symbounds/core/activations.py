@@ -43,7 +43,13 @@ from .contexts import BallContext, ExactContext, ExactUnsupported, FPContext, MP
 from .taylor import TM, TaylorContext
 
 __all__ = ["relu", "leaky_relu", "tanh", "erf", "sigmoid", "softplus", "exp", "gelu", "gelu_tanh",
-           "rsqrt_from", "square_ball", "clip_below", "taylor_unary", "GELU_A"]
+           "rsqrt_from", "square_ball", "clip_below", "taylor_unary", "gelu_unit_min", "GELU_A",
+           "HULL_FACTOR"]
+
+#: a unary function's Taylor model is replaced by its constant hull where the model's range is
+#: more than this many times wider, in a Taylor context whose ``hull_factor`` is set (the float64
+#: pass's ``float_graph.HULL_FACTOR``)
+HULL_FACTOR = 2
 
 #: the cubic coefficient of the tanh form of GELU (PyTorch's and the original paper's)
 GELU_A = flint.fmpq(44715, 1000000)
@@ -53,11 +59,18 @@ GELU_A = flint.fmpq(44715, 1000000)
 # the Taylor model of a unary function
 
 
-def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
+def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None, hull=None) -> TM:
     """The model of ``f(a)`` (see the module docstring); ``f``, ``df``, ``d2f`` map an Arb ball to
     a ball enclosing ``f``, ``f'``, ``f''`` over it; ``domain_lo`` an exact lower bound of ``a``'s
-    true values where ``f`` is defined on ``[domain_lo, inf)`` only."""
+    true values where ``f`` is defined on ``[domain_lo, inf)`` only; ``hull`` maps a ball to a
+    ball enclosing ``f`` over it, narrower than ``f`` of it (GELU's quasi-convex hull; ``f``
+    itself unless given).  Where the context's ``hull_factor`` is set (the box search's Arb pass:
+    :data:`HULL_FACTOR`, as the float64 pass does) the model is replaced by the constant hull
+    where its range is that many times wider (a wide argument: the remainder dominates).  A
+    constant hull loses the model's correlation with the argument, so contexts whose later steps
+    need it (``f(x) - s x`` in the linear relaxations) leave it unset: the model is kept."""
     ctx = a.ctx
+    hull = f if hull is None else hull
     with ctx.scope():
         if a.is_const() and domain_lo is None:
             return TM(ctx, f(a.c))
@@ -66,7 +79,7 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
             lo = _down(domain_lo)
             R = clip_below(R, lo)
             if not (a.c.lower() >= lo) or a.is_const():
-                return ctx.hull(f(R))
+                return ctx.hull(hull(R))
         D = df(a.c)
         dev = a.dev()
         rem = abs(df(R) - D) * dev
@@ -78,8 +91,11 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None) -> TM:
             rem = rem + abs(D) * a.r
         g = None if a.g is None else tuple(x * D for x in a.g)
         out = TM(ctx, f(a.c), g, _up(rem))
-        if not out.range().is_finite():
-            return ctx.hull(f(R))
+        H = hull(R)
+        rng = out.range()
+        factor = getattr(ctx, "hull_factor", None)
+        if not rng.is_finite() or (factor is not None and not rng.rad() <= factor * H.rad()):
+            return ctx.hull(H)
         return out
 
 
@@ -288,6 +304,53 @@ def _gelu_d2(s):
     return lambda x: (-square_ball(x / s)).exp() * k * (2 - 2 * square_ball(x / s))
 
 
+def gelu_unit_min() -> flint.arb:
+    """An exact lower bound (a radius-0 ball) of ``min_t t (1 + erf t) / 2`` (about -0.1200, at
+    ``t = -0.53``).  ``h(t) = t (1 + erf t)/2`` has ``h'(t) = (1 + erf t)/2 + t e^(-t^2)/sqrt(pi)``,
+    negative at ``t = -1`` and ``1/2`` at ``0``: one minimum, in ``(-1, 0)``, bounded below by 256
+    Arb balls of width 1/256 covering ``[-1, 0]`` at 100 bits."""
+    global _GELU_UNIT_MIN
+    if _GELU_UNIT_MIN is None:
+        with flint.ctx.workprec(100):
+            low = None
+            for i in range(256):
+                t = flint.arb(flint.fmpq(-256 + i, 256)).union(flint.arb(flint.fmpq(-255 + i, 256)))
+                v = (t * (1 + t.erf()) / 2).lower()
+                low = v if low is None or v < low else low
+            _GELU_UNIT_MIN = flint.arb(low)
+    return _GELU_UNIT_MIN
+
+
+_GELU_UNIT_MIN = None
+
+
+def _gelu_hull(s):
+    """GELU over a ball ``[lo, hi]``, ``f(x) = s h(x/s)`` with ``s > 0``: ``f`` is quasi-convex
+    (falling for ``x <= -s``, rising for ``x >= 0``, its one minimum between), so
+    ``f <= max(f(lo), f(hi))``, ``f >= f(lo)`` where ``lo >= 0``, ``f >= f(hi)`` where ``hi <= -s``
+    and ``f >= min(f(lo), f(hi), s min h)`` otherwise; the ends' values are Arb balls at the exact
+    ends.  (Arb's ``x (1 + erf(x/s))/2`` of a wide ball multiplies two independent ranges: over
+    ``[-4, 4]`` it is ``[-4, 4]``, the hull ``[-0.17, 4]``.)"""
+    f = _gelu_f(s)
+
+    def hull(b: flint.arb) -> flint.arb:
+        if not b.is_finite():
+            return f(b)
+        lo, hi = b.lower(), b.upper()
+        flo, fhi = f(lo), f(hi)
+        top = flo.upper() if flo.upper() > fhi.upper() else fhi.upper()
+        if lo >= 0:
+            bottom = flo.lower()
+        elif hi <= -s:
+            bottom = fhi.lower()
+        else:
+            bottom = flo.lower() if flo.lower() < fhi.lower() else fhi.lower()
+            m = (s.upper() * gelu_unit_min()).lower()
+            bottom = m if m < bottom else bottom
+        return bottom.union(top)
+    return hull
+
+
 def gelu(ctx, x, divisor=None):
     """``x/2 (1 + erf(x / s))``, ``s = sqrt 2`` unless ``divisor`` (an exact rational) is given;
     ``f' = (1 + erf(x/s))/2 + x e^(-x^2/s^2) / (s sqrt pi)``,
@@ -296,12 +359,17 @@ def gelu(ctx, x, divisor=None):
         return flint.arb(2).sqrt() if divisor is None else flint.arb(divisor)
 
     def ball(b):
-        return _gelu_f(sb())(b)
+        s = sb()
+        v = _gelu_f(s)(b)
+        if b.rad() == 0 or not b.is_finite():
+            return v
+        h = _gelu_hull(s)(b)
+        return h if h.rad() < v.rad() else v
 
     def tm(a):
         with a.ctx.scope():
             s = sb()
-            return taylor_unary(a, _gelu_f(s), _gelu_d(s), _gelu_d2(s))
+            return taylor_unary(a, _gelu_f(s), _gelu_d(s), _gelu_d2(s), hull=_gelu_hull(s))
 
     def mp(m, v):
         s = m.sqrt(2) if divisor is None else m.mpf(int(divisor.p)) / int(divisor.q)

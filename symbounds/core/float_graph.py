@@ -53,6 +53,7 @@ import flint
 import numpy as np
 
 from . import outward as fo
+from .activations import gelu_unit_min
 from .exact import arb_to_fraction
 from .float_boxes import FTM, Boxes, add_bias, centres
 from . import graph as gr
@@ -478,15 +479,9 @@ _GELU_DMIN = _arb_bounds(lambda: (1 - flint.arb(1).erf()) / 2 - 1 / (flint.arb(1
 
 
 def _gelu_min_unit() -> float:
-    """A lower bound of ``min_t t (1 + erf t) / 2`` (about -0.1200, at ``t = -0.53``): the minimum lies
-    in ``[-1, 0]`` (the function falls for ``t < -1`` and rises for ``t > 0``... below: quasi-convex
-    with its critical point in ``(-1, 0)``), where 256 Arb balls of width 1/256 bound it from below."""
-    with flint.ctx.workprec(100):
-        lows = []
-        for i in range(256):
-            t = flint.arb(flint.fmpq(-256 + i, 256)).union(flint.arb(flint.fmpq(-255 + i, 256)))
-            lows.append(arb_to_fraction((t * (1 + t.erf()) / 2).lower()))
-    m, r = fo.from_fraction(min(lows))
+    """A double at or below ``min_t t (1 + erf t) / 2`` (about -0.1200):
+    :func:`symbounds.core.activations.gelu_unit_min` moved down to a double."""
+    m, r = fo.from_fraction(arb_to_fraction(gelu_unit_min().lower()))
     return float(fo.down(m - r))
 
 

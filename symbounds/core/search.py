@@ -65,6 +65,7 @@ from fractions import Fraction
 import flint
 import numpy as np
 
+from .activations import HULL_FACTOR
 from .claims import Verdict
 from .contexts import BallContext, ExactContext, ExactUnsupported, Undecided
 from .float_boxes import evaluator
@@ -523,6 +524,7 @@ class BoxEvaluator:
         the balls are the cheaper pass, and at times the tighter on a wide box)."""
         taylor = ball_enc = None
         ctx = TaylorContext(self.prec, box.centre, box.half)
+        ctx.hull_factor = HULL_FACTOR
         try:
             with ctx.scope():
                 vals = flat_output(self.model, forward(ctx, self.model, shape_input(self.model, ctx.inputs())))

@@ -209,6 +209,9 @@ class TaylorContext(Context):
 
     name = "taylor"
     rigorous = True
+    #: set to a number ``k``: a smooth unary function's model is replaced by its constant hull where
+    #: the model's range is more than ``k`` times wider (:func:`symbounds.core.activations.taylor_unary`)
+    hull_factor = None
 
     def __init__(self, prec: int, x0, h):
         self.prec = int(prec)

@@ -113,16 +113,19 @@ def _tm_at(tm, delta):
     return v
 
 
+@pytest.mark.parametrize("hull_factor", [None, act.HULL_FACTOR])
 @pytest.mark.parametrize("op", sorted(REF))
-def test_taylor_model_contains_the_value_at_every_sampled_point(op):
+def test_taylor_model_contains_the_value_at_every_sampled_point(op, hull_factor):
     """``f(u)`` for a non-linear model ``u = a x1 + b x2 + x1 x2`` (gradient and remainder): the model
-    of the result, evaluated at each sampled point's offset, contains the 300-bit value there."""
+    of the result, evaluated at each sampled point's offset, contains the 300-bit value there; with
+    the model kept, and with it replaced by its hull where that is narrower (the search's rule)."""
     rng = random.Random(11 + len(op))
     for c in EXTREMES + points(10, rng):
-        for h in (Fraction(1, 10**5), Fraction(1, 20), Fraction(1, 2)):
+        for h in (Fraction(1, 10**5), Fraction(1, 20), Fraction(1, 2), Fraction(4)):
             x0 = [c, Fraction(rng.randint(-1000, 1000), 1000)]
             hs = [h, h / 3]
             ctx = TaylorContext(PREC, x0, hs)
+            ctx.hull_factor = hull_factor
             with ctx.scope():
                 x1, x2 = ctx.inputs()
                 u = x1 + x2 * ctx.convert(Fraction(1, 2)) + (x1 - ctx.convert(c)) * x2
@@ -151,6 +154,64 @@ def test_taylor_model_is_first_order_tight_on_small_boxes(op):
         true_hi = max(exact(REF[op](mpq(c - h))), exact(REF[op](mpq(c + h))))
         assert lo <= true_lo and hi >= true_hi
         assert hi - lo <= (true_hi - true_lo) * Fraction(101, 100) + Fraction(1, 10**20), (op, c)
+
+
+def test_gelu_unit_minimum_is_a_lower_bound_and_close():
+    """``min_t t (1 + erf t)/2`` found by mpmath (the root of the derivative, 300 bits): the
+    code's bound lies below it and within 1/100 of it."""
+    t = MP.findroot(lambda t: (1 + MP.erf(t)) / 2 + t * MP.exp(-t * t) / MP.sqrt(MP.pi), -0.5)
+    true_min = t * (1 + MP.erf(t)) / 2
+    bound = act.gelu_unit_min()
+    assert bound.rad() == 0
+    m = exact(true_min)
+    assert bool(bound <= flint.arb(flint.fmpq(m.numerator, m.denominator)))
+    assert bool(bound >= flint.arb(flint.fmpq(m.numerator, m.denominator)) - flint.arb(1) / 100), (bound, true_min)
+
+
+@pytest.mark.parametrize("divisor", [None, Fraction(6369051672525773, 4503599627370496)])
+def test_gelu_over_a_wide_interval_is_its_quasi_convex_hull(divisor):
+    """Over ``[a, b]`` straddling GELU's minimum the ball is within 0.01 of the true range (the
+    minimum ``~ -0.17`` and the larger end, from mpmath), not the product of ``x`` and ``Phi``'s
+    ranges (``[-4, 4]`` over ``[-4, 4]``); and it contains every sampled value."""
+    ball = BallContext(PREC)
+    s = MP.sqrt(2) if divisor is None else mpq(divisor)
+    f = lambda x: x * (1 + MP.erf(x / s)) / 2
+    dv = None if divisor is None else flint.fmpq(divisor.numerator, divisor.denominator)
+    for a, b in [(Fraction(-4), Fraction(4)), (Fraction(-3), Fraction(1, 2)), (Fraction(-9), Fraction(-2)),
+                 (Fraction(1, 4), Fraction(6)), (Fraction(-1), Fraction(-1, 2))]:
+        with ball.scope():
+            y = act.gelu(ball, ball.interval(a, b), divisor=dv)
+        xs = [a + (b - a) * Fraction(k, 400) for k in range(401)]
+        vals = [f(mpq(x)) for x in xs]
+        for v in vals:
+            assert contains(y, v), (a, b, v)
+        true_lo = min(vals)
+        if a < 0 < b or (a < -1 < b):
+            tm = MP.findroot(lambda x: (1 + MP.erf(x / s)) / 2 + x * MP.exp(-(x / s) ** 2) / (s * MP.sqrt(MP.pi)), -0.7)
+            if mpq(a) <= tm <= mpq(b):
+                true_lo = min(true_lo, f(tm))
+        width = float(y.upper() - y.lower())
+        assert width <= float(max(vals) - true_lo) + 0.01, (a, b, y)
+
+
+def test_search_rule_takes_the_gelu_hull_where_the_model_is_wide():
+    """GELU of a model over a box of half-width 4 around 0: with the search's rule the result is
+    within 0.05 of the true range ``[-0.17, 4]``; the model alone is wider than twice that (so the
+    rule is what makes the difference); both contain the sampled values."""
+    widths = {}
+    for factor in (None, act.HULL_FACTOR):
+        ctx = TaylorContext(PREC, [Fraction(0)], [Fraction(4)])
+        ctx.hull_factor = factor
+        with ctx.scope():
+            y = act.gelu(ctx, ctx.inputs()[0])
+            r = y.range()
+        for k in range(-40, 41):
+            x = Fraction(k, 10)
+            assert contains(r, REF["gelu"](mpq(x)))
+        widths[factor] = float(r.upper() - r.lower())
+    true_width = 4 - float(min(REF["gelu"](mpq(Fraction(k, 1000))) for k in range(-1000, 1)))
+    assert widths[act.HULL_FACTOR] <= true_width + 0.05, widths
+    assert widths[None] > 2 * true_width, widths
 
 
 def test_exact_context_refuses_transcendental_ops_and_keeps_relu_exact():
