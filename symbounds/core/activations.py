@@ -91,11 +91,14 @@ def taylor_unary(a: TM, f, df, d2f=None, domain_lo=None, hull=None) -> TM:
             rem = rem + abs(D) * a.r
         g = None if a.g is None else tuple(x * D for x in a.g)
         out = TM(ctx, f(a.c), g, _up(rem))
-        H = hull(R)
         rng = out.range()
+        if not rng.is_finite():
+            return ctx.hull(hull(R))
         factor = getattr(ctx, "hull_factor", None)
-        if not rng.is_finite() or (factor is not None and not rng.rad() <= factor * H.rad()):
-            return ctx.hull(H)
+        if factor is not None:
+            H = hull(R)
+            if not rng.rad() <= factor * H.rad():
+                return ctx.hull(H)
         return out
 
 

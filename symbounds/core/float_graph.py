@@ -53,7 +53,7 @@ import flint
 import numpy as np
 
 from . import outward as fo
-from .activations import gelu_unit_min
+from .activations import HULL_FACTOR as HULL_FACTOR_ARB, gelu_unit_min
 from .exact import arb_to_fraction
 from .float_boxes import FTM, Boxes, add_bias, centres
 from . import graph as gr
@@ -110,7 +110,8 @@ _M2 = {"tanh": 0.77, "sigmoid": 0.0963, "erf": 0.968, "softplus": 0.25}
 #: bounds of |f'(xi) - f'(c)|: f' lies in [0, sup f'] for these increasing functions
 _D1 = {"tanh": 1.0, "sigmoid": 0.25, "erf": _C_ERF[1], "softplus": 1.0}
 #: the model is replaced by the hull of a monotone function's ends where it is this many times wider
-HULL_FACTOR = 2.0
+#: (the same factor as the Arb Taylor models' in the box search)
+HULL_FACTOR = float(HULL_FACTOR_ARB)
 _ONE = FTM(np.ones((1, 1, 1)), None, np.zeros((1, 1, 1)))
 _HALF = (0.5, 0.0)
 
